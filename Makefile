@@ -1,0 +1,68 @@
+# Wurk's two entry points for people: `make demo` runs the product, `make test` the tests.
+# Each target makes its own virtualenv under .venv/ and installs what it needs.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# Find an interpreter by version: python3.X on PATH first, then pyenv's installs.
+# Each candidate is run, because pyenv's shims exist even where the version is absent.
+find_python = $(shell for v in $(1); do \
+  for c in python$$v $$(pyenv root 2>/dev/null)/versions/$$v*/bin/python$$v; do \
+    if $$c -c 'import sys' >/dev/null 2>&1; then command -v $$c || echo $$c; exit 0; fi; \
+  done; done)
+
+PY_OLD := $(call find_python,3.11)
+PY_NEW := $(call find_python,3.13 3.12)
+
+# Leg 1: Python 3.11 + Django 5.2 LTS (with the django-tasks backport).
+# Leg 2: Python 3.12/3.13 + the newest Django.
+LEG1_VENV := .venv/py311-django52
+LEG2_VENV := .venv/pynew-django6
+LEG1_DEPS := "Django>=5.2,<5.3" "django-tasks>=0.8"
+LEG2_DEPS := "Django>=6.0"
+DEMO_VENV := .venv/demo
+PYTEST_ARGS ?=
+
+.PHONY: help test test-leg1 test-leg2 demo clean
+
+help:
+	@echo "make demo   run the example project (worker + web + demo jobs)"
+	@echo "make test   run the test suite on every supported leg this machine has"
+
+$(LEG1_VENV)/.installed: setup.cfg pyproject.toml
+	@test -n "$(PY_OLD)" || { echo "make test: no Python 3.11 found (python3.11 or pyenv)"; exit 1; }
+	$(PY_OLD) -m venv $(LEG1_VENV)
+	$(LEG1_VENV)/bin/pip install -q -e ".[test]" $(LEG1_DEPS)
+	touch $@
+
+$(LEG2_VENV)/.installed: setup.cfg pyproject.toml
+	$(PY_NEW) -m venv $(LEG2_VENV)
+	$(LEG2_VENV)/bin/pip install -q -e ".[test]" $(LEG2_DEPS)
+	touch $@
+
+test-leg1: $(LEG1_VENV)/.installed
+	@echo "=== leg 1: $$($(LEG1_VENV)/bin/python -c 'import sys, django; print(f"Python {sys.version.split()[0]}, Django {django.get_version()}")') ==="
+	$(LEG1_VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+test-leg2: $(LEG2_VENV)/.installed
+	@echo "=== leg 2: $$($(LEG2_VENV)/bin/python -c 'import sys, django; print(f"Python {sys.version.split()[0]}, Django {django.get_version()}")') ==="
+	$(LEG2_VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+test: test-leg1
+ifeq ($(PY_NEW),)
+	@echo "make test: no Python 3.12+ found; ran only the Python 3.11 + Django 5.2 leg."
+else
+	$(MAKE) test-leg2
+endif
+
+$(DEMO_VENV)/.installed: setup.cfg pyproject.toml
+	@test -n "$(PY_OLD)$(PY_NEW)" || { echo "make demo: needs Python 3.11 or newer"; exit 1; }
+	$(or $(PY_NEW),$(PY_OLD)) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/pip install -q -e ".[fast,test]"
+	touch $@
+
+demo: $(DEMO_VENV)/.installed
+	$(DEMO_VENV)/bin/python example_project/demo.py
+
+clean:
+	rm -rf .venv .wurk build *.egg-info

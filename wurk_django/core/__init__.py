@@ -1,0 +1,23 @@
+"""Wurk's engine: a Sidekiq-compatible Redis job system. Never imports Django."""
+
+from .client import Client
+from .config import Config, get_default_config, set_default_config
+from .errors import (ConfigurationError, EmptyQueueError, JobArgumentError,
+                     RedisUnavailableError, Shutdown, TestModeAlreadySetError, UnknownTaskError,
+                     WurkError)
+from .joblog import log_context
+from .task import DEFAULT, DISCARD, KILL, Job, wurk_task
+from .testmode import testing
+from .version import VERSION
+
+
+def strict_args(mode="raise") -> None:
+    """Set how non-JSON-native arguments are treated: "raise", "warn" or False."""
+    set_default_config(get_default_config().replace(on_complex_arguments=mode))
+
+
+__version__ = VERSION
+__all__ = ["Client", "Config", "ConfigurationError", "DEFAULT", "DISCARD", "EmptyQueueError",
+           "Job", "JobArgumentError", "KILL", "RedisUnavailableError", "Shutdown",
+           "TestModeAlreadySetError", "UnknownTaskError", "WurkError", "get_default_config",
+           "log_context", "set_default_config", "strict_args", "testing", "wurk_task"]

@@ -1,0 +1,72 @@
+"""The Django-free worker command: `python -m wurk_django.core --require app.tasks ...`."""
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+
+from .config import Config
+from .errors import ConfigurationError, WurkError
+from .joblog import configure_logging
+from . import runner
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m wurk_django.core",
+        description="Run a Wurk worker without Django.")
+    parser.add_argument("-r", "--require", action="append", default=[], metavar="MODULE",
+                        help="import this module (it defines your tasks); repeatable")
+    parser.add_argument("-u", "--redis-url", help="Redis URL (default: $REDIS_URL)")
+    parser.add_argument("-c", "--concurrency", type=int, default=5, help="threads (default 5)")
+    parser.add_argument("-q", "--queue", action="append", default=[], metavar="NAME[,WEIGHT]",
+                        help="a queue to work, with an optional weight; repeatable")
+    parser.add_argument("-t", "--timeout", type=float, default=25,
+                        help="seconds to let running jobs finish at shutdown (default 25)")
+    parser.add_argument("-g", "--tag", help="a tag shown beside this process in the UI")
+    parser.add_argument("--label", action="append", default=[], help="a label; repeatable")
+    parser.add_argument("--fetch", default="basic", help="fetch strategy (default basic)")
+    parser.add_argument("--poll-interval", type=float, default=None,
+                        help="average seconds between scheduled/retry polls")
+    parser.add_argument("--heartbeat-interval", type=float, default=10,
+                        help="seconds between heartbeats (default 10)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG")
+    parser.add_argument("--log-format", choices=("text", "json"), default="text")
+    parser.add_argument("--logfile", help="write logs to this file instead of stdout")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    options = dict(
+        concurrency=args.concurrency,
+        queues=tuple(args.queue) or ("default",),
+        shutdown_timeout_s=args.timeout,
+        labels=frozenset(args.label),
+        verbose=args.verbose,
+        fetch=args.fetch,
+        poll_interval_average_s=args.poll_interval,
+        heartbeat_interval_s=args.heartbeat_interval,
+    )
+    if args.redis_url:
+        options["redis_url"] = args.redis_url
+    if args.tag:
+        options["tag"] = args.tag
+    return Config(**options)
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    configure_logging(logging.DEBUG if args.verbose else logging.INFO, args.log_format,
+                      args.logfile)
+    # Like `python -m`, let --require find modules in the working directory.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        for module in args.require:
+            importlib.import_module(module)
+        config = config_from_args(args)
+        return runner.run(config)
+    except (WurkError, ConfigurationError, ImportError) as exc:
+        print(f"wurk: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,179 @@
+"""Pushing jobs: normalise, run client middleware, check arguments, write to Redis."""
+
+from . import keys, testmode
+from .config import Config, get_default_config
+from .errors import JobArgumentError
+from .payload import TRANSIENT_KEYS, check_args, dumps, new_jid, now_ms, scheduled_at
+from .redis import RedisConnection, connection_for
+from .registry import REGISTRY
+from .task import RETRY_FOR_MAX, task_class
+
+DEFAULT_BATCH_SIZE = 1000
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class Client:
+    """Pushes jobs for one config; cheap to create, shares the process's Redis pool."""
+
+    def __init__(self, config: Config | None = None, connection: RedisConnection | None = None):
+        self.config = config or get_default_config()
+        self._connection = connection
+
+    @property
+    def connection(self) -> RedisConnection:
+        if self._connection is None:
+            self._connection = connection_for(self.config)
+        return self._connection
+
+    # --- public API ---------------------------------------------------------------
+
+    def push(self, item: dict) -> str | None:
+        """Push one job; return its jid, or None if client middleware halted it."""
+        job = self.prepare(self.normalize(item))
+        if job is None:
+            return None
+        self.raw_push([job])
+        return job["jid"]
+
+    def push_bulk(self, item: dict) -> list[str | None]:
+        """Push many jobs of one class: `item["args"]` is a list of argument lists.
+
+        Each slice of `batch_size` jobs is one pipeline, one round trip.
+        """
+        item = dict(item)
+        batch_size = item.pop("batch_size", DEFAULT_BATCH_SIZE)
+        args_list = item.get("args")
+        if not isinstance(args_list, list) or not all(isinstance(a, list) for a in args_list):
+            raise JobArgumentError("push_bulk needs 'args' as a list of argument lists, "
+                                   "e.g. [[1], [2]]")
+        if not _is_number(batch_size) or batch_size < 1:
+            raise JobArgumentError(f"batch_size must be a positive number, got {batch_size!r}")
+        at = item.pop("at", None)
+        if isinstance(at, list):
+            if len(at) != len(args_list):
+                raise JobArgumentError(f"'at' has {len(at)} times for {len(args_list)} jobs; "
+                                       f"give one number or one per job")
+        elif at is not None and not _is_number(at):
+            raise JobArgumentError("'at' must be epoch seconds or a list of them")
+        if "jid" in item and len(args_list) != 1:
+            raise JobArgumentError("a jid may be given only when pushing exactly one job")
+
+        results: list[str | None] = []
+        for start in range(0, len(args_list), int(batch_size)):
+            chunk = args_list[start:start + int(batch_size)]
+            jobs = []
+            for offset, args in enumerate(chunk):
+                job_item = {**item, "args": args}
+                if at is not None:
+                    job_item["at"] = at[start + offset] if isinstance(at, list) else at
+                job = self.prepare(self.normalize(job_item))
+                results.append(None if job is None else job["jid"])
+                if job is not None:
+                    jobs.append(job)
+            if jobs:
+                self.raw_push(jobs)
+        return results
+
+    @classmethod
+    def enqueue_to(cls, queue: str, klass, *args) -> str | None:
+        return cls().push({"queue": queue, "class": klass, "args": list(args)})
+
+    @classmethod
+    def enqueue_to_in(cls, queue: str, interval, klass, *args) -> str | None:
+        item = {"queue": queue, "class": klass, "args": list(args)}
+        at = scheduled_at(interval)
+        if at is not None:
+            item["at"] = at
+        return cls().push(item)
+
+    # --- steps --------------------------------------------------------------------
+
+    def normalize(self, item: dict) -> dict:
+        """Validate the item's shape and merge task and default options under it."""
+        if not isinstance(item, dict) or "class" not in item or "args" not in item:
+            raise JobArgumentError(f"a job must be a dict with 'class' and 'args': {item!r:.200}")
+        if not isinstance(item["args"], list):
+            raise JobArgumentError(f"'args' must be a list, got {type(item['args']).__name__}")
+        for key in item:
+            if not isinstance(key, str):
+                raise JobArgumentError(f"job option keys must be str, got {key!r}")
+        if "at" in item and not _is_number(item["at"]):
+            raise JobArgumentError(f"'at' must be epoch seconds, got {item['at']!r}")
+        if "tags" in item and not isinstance(item["tags"], list):
+            raise JobArgumentError("'tags' must be a list of strings")
+        if _is_number(item.get("retry_for")) and item["retry_for"] > RETRY_FOR_MAX:
+            raise JobArgumentError(f"retry_for must be at most {RETRY_FOR_MAX} seconds")
+
+        task = task_class(item["class"])
+        if task is None:
+            if not isinstance(item["class"], str) or not item["class"]:
+                raise JobArgumentError(
+                    f"'class' must be a registered task or a name, got {item['class']!r}")
+            if item["class"] in REGISTRY:
+                task = REGISTRY.find(item["class"])
+        job = dict(self.config.default_job_options)
+        if task is not None:
+            job.update(task.resolved_options)
+        wrapped = item.get("wrapped")
+        if isinstance(wrapped, str) and wrapped in REGISTRY:
+            job.update(REGISTRY.find(wrapped).resolved_options)
+        job.update(item)
+        if task is not None:
+            job["class"] = task.wire_name
+
+        if not str(job.get("queue") or ""):
+            raise JobArgumentError("'queue' must be a non-empty string")
+        for key in TRANSIENT_KEYS:
+            job.pop(key, None)
+        job["class"] = str(job["class"])
+        job["queue"] = str(job["queue"])
+        if not job.get("jid"):
+            job["jid"] = new_jid()
+        if job.get("retry_for") is not None:
+            job["retry_for"] = int(job["retry_for"])
+        job.setdefault("created_at", now_ms())
+        return job
+
+    def prepare(self, job: dict) -> dict | None:
+        """Run client middleware, then the argument check; None when a middleware halts."""
+        config = self.config
+        chain = config.client_middleware
+        if len(chain):
+            result = chain.invoke(config, (job["class"], job, job["queue"], self.connection),
+                                  lambda: job)
+            if not result:
+                return None
+        check_args(job["args"], config.on_complex_arguments)
+        return job
+
+    def raw_push(self, jobs: list[dict]) -> None:
+        """Write prepared jobs in one round trip: their queues, or `schedule`."""
+        if testmode.active_mode() != testmode.DISABLE:
+            testmode.intercept(jobs, self.config)
+            return
+        connection = self.connection
+        if "at" in jobs[0]:
+            members = {}
+            for job in jobs:
+                at = job.pop("at")
+                job.pop("enqueued_at", None)
+                members[dumps(job)] = at
+            connection.write(connection.client.zadd, keys.SCHEDULE, members)
+            return
+        enqueued_at = now_ms()
+        by_queue: dict[str, list[bytes]] = {}
+        for job in jobs:
+            job["enqueued_at"] = enqueued_at
+            by_queue.setdefault(job["queue"], []).append(dumps(job))
+
+        def send():
+            pipe = connection.pipeline()
+            pipe.sadd(keys.QUEUES, *by_queue)
+            for queue, payloads in by_queue.items():
+                pipe.lpush(keys.queue(queue), *payloads)
+            return pipe.execute()
+
+        connection.write(send)

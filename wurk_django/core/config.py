@@ -1,0 +1,280 @@
+"""The engine's one configuration object: a validated, frozen dataclass with defaults."""
+
+import dataclasses
+import logging
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from .errors import ConfigurationError
+from .middleware import Chain
+
+DEFAULT_REDIS_URL = "redis://localhost:6379/0"
+DEFAULT_JOB_OPTIONS = {"retry": True, "queue": "default"}
+LIFECYCLE_EVENTS = ("startup", "quiet", "shutdown", "exit", "heartbeat", "beat")
+ONE_SHOT_EVENTS = ("startup", "quiet", "shutdown", "exit")
+FETCH_MODES = ("basic",)
+# The Sidekiq web UI routes only these queue names.
+ROUTABLE_QUEUE = re.compile(r"^[a-z_:.\-0-9]+$", re.IGNORECASE)
+
+logger = logging.getLogger("wurk")
+
+
+def parse_queue(entry) -> tuple[str, int]:
+    """Read `"name"`, `"name,weight"` or `("name", weight)` into `(name, weight)`."""
+    if isinstance(entry, (tuple, list)) and len(entry) == 2:
+        name, weight = entry
+    elif isinstance(entry, str):
+        name, _, weight = entry.partition(",")
+        weight = weight.strip() or 0
+    else:
+        raise ConfigurationError(
+            f"queue entry {entry!r} must be 'name', 'name,weight' or ('name', weight)")
+    name = str(name).strip()
+    if not name:
+        raise ConfigurationError(f"queue entry {entry!r} has an empty name")
+    try:
+        weight = int(weight)
+    except (TypeError, ValueError):
+        raise ConfigurationError(
+            f"queue entry {entry!r}: the weight must be a whole number") from None
+    if weight < 0:
+        raise ConfigurationError(f"queue entry {entry!r}: the weight must not be negative")
+    return name, weight
+
+
+@dataclass(frozen=True)
+class Capsule:
+    """A set of processor threads sharing one queue list and fetch order."""
+
+    name: str
+    concurrency: int
+    queues: tuple[tuple[str, int], ...]
+
+    @property
+    def mode(self) -> str:
+        weights = {weight for _, weight in self.queues}
+        if weights == {0}:
+            return "strict"
+        if weights == {1}:
+            return "random"
+        return "weighted"
+
+    @property
+    def queue_names(self) -> list[str]:
+        return list(dict.fromkeys(name for name, _ in self.queues))
+
+    @property
+    def weights(self) -> dict[str, int]:
+        strict = self.mode == "strict"
+        return {name: 0 if strict else max(weight, 1) for name, weight in self.queues}
+
+    def info(self) -> dict:
+        return {"concurrency": self.concurrency, "mode": self.mode, "weights": self.weights}
+
+
+def _default_tag() -> str:
+    return os.path.basename(os.getcwd())
+
+
+def _default_redis_url() -> str:
+    return os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
+
+
+def _positive_int(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigurationError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    return value
+
+
+def _non_negative_number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
+    return value
+
+
+def _keep_lines(lines: list[str]) -> list[str]:
+    return lines
+
+
+def _run_directly(run: Callable[[], Any]) -> Any:
+    return run()
+
+
+def default_error_handler(exc: BaseException, context: dict, config: "Config") -> None:
+    """Log job failures at INFO; the traceback only when verbose or DEBUG is on."""
+    summary = {k: v for k, v in context.items() if k not in ("job", "jobstr")}
+    detailed = config.verbose or logger.isEnabledFor(logging.DEBUG)
+    logger.info("%s: %s %s", type(exc).__name__, exc, summary or "",
+                exc_info=exc if detailed else None)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything a client or worker needs; build once, pass explicitly.
+
+    Hook lists (error, death, lifecycle) and middleware chains stay mutable until a
+    launcher starts and seals the config.
+    """
+
+    redis_url: str = field(default_factory=_default_redis_url)
+    redis_options: Mapping[str, Any] = field(default_factory=dict)
+    concurrency: int = 5
+    queues: tuple = ("default",)
+    capsules: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    shutdown_timeout_s: float = 25
+    poll_interval_average_s: float | None = None
+    average_scheduled_poll_interval_s: float = 5
+    heartbeat_interval_s: float = 10
+    max_retries: int = 25
+    dead_max_jobs: int = 10_000
+    dead_timeout_in_seconds: int = 15_552_000
+    on_complex_arguments: Any = "raise"
+    default_job_options: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_JOB_OPTIONS))
+    error_handlers: list = field(default_factory=lambda: [default_error_handler])
+    death_handlers: list = field(default_factory=list)
+    lifecycle_events: dict = field(default_factory=lambda: {e: [] for e in LIFECYCLE_EVENTS})
+    backtrace_cleaner: Callable[[list[str]], list[str]] = _keep_lines
+    logged_job_attributes: tuple = ("bid", "tags")
+    labels: frozenset = frozenset()
+    tag: str = field(default_factory=_default_tag)
+    skip_default_job_logging: bool = False
+    verbose: bool = False
+    fetch: str = "basic"
+    reloader: Callable[[Callable[[], Any]], Any] = _run_directly
+    client_middleware: Chain = field(default_factory=Chain)
+    server_middleware: Chain = field(default_factory=Chain)
+    embedded: bool = False
+    redis_pool_size: int | None = None
+    network_timeout_s: float = 5.0
+
+    def __post_init__(self):
+        set_ = object.__setattr__
+        set_(self, "_sealed", False)
+        _positive_int("concurrency", self.concurrency)
+        _non_negative_number("shutdown_timeout_s", self.shutdown_timeout_s)
+        _non_negative_number("average_scheduled_poll_interval_s",
+                             self.average_scheduled_poll_interval_s)
+        if self.poll_interval_average_s is not None:
+            _non_negative_number("poll_interval_average_s", self.poll_interval_average_s)
+        if self.heartbeat_interval_s <= 0:
+            raise ConfigurationError("heartbeat_interval_s must be > 0")
+        _positive_int("max_retries", self.max_retries, 0)
+        _positive_int("dead_max_jobs", self.dead_max_jobs)
+        _positive_int("dead_timeout_in_seconds", self.dead_timeout_in_seconds)
+        if self.on_complex_arguments not in ("raise", "warn", False):
+            raise ConfigurationError(
+                f"on_complex_arguments must be 'raise', 'warn' or False, "
+                f"got {self.on_complex_arguments!r}")
+        if self.fetch not in FETCH_MODES:
+            raise ConfigurationError(f"fetch must be one of {FETCH_MODES}, got {self.fetch!r}")
+        if not isinstance(self.redis_url, str) or not self.redis_url:
+            raise ConfigurationError("redis_url must be a non-empty string")
+        if isinstance(self.queues, str):
+            raise ConfigurationError("queues must be a list of entries, not one string")
+        set_(self, "queues", tuple(parse_queue(q) for q in self.queues))
+        if not self.queues:
+            raise ConfigurationError("queues must name at least one queue")
+        set_(self, "labels", frozenset(self.labels))
+        set_(self, "default_job_options", {**DEFAULT_JOB_OPTIONS, **self.default_job_options})
+        if not str(self.default_job_options.get("queue") or ""):
+            raise ConfigurationError("default_job_options must name a non-empty queue")
+        set_(self, "capsules_", self._build_capsules())
+
+    def _build_capsules(self) -> tuple[Capsule, ...]:
+        capsules = [Capsule("default", self.concurrency, self.queues)]
+        for name, spec in self.capsules.items():
+            if name == "default":
+                raise ConfigurationError("the capsule name 'default' is taken by the main queues")
+            if not isinstance(spec, Mapping) or "queues" not in spec:
+                raise ConfigurationError(f"capsule {name!r} needs a 'queues' list")
+            concurrency = _positive_int(f"capsule {name!r} concurrency",
+                                        spec.get("concurrency", 1))
+            queues = tuple(parse_queue(q) for q in spec["queues"])
+            if not queues:
+                raise ConfigurationError(f"capsule {name!r} must name at least one queue")
+            capsules.append(Capsule(name, concurrency, queues))
+        return tuple(capsules)
+
+    @classmethod
+    def from_url(cls, url: str, **options) -> "Config":
+        return cls(redis_url=url, **options)
+
+    def replace(self, **changes) -> "Config":
+        """Return a copy with `changes`; `default_job_options` merges, as Sidekiq's does."""
+        if "default_job_options" in changes:
+            changes["default_job_options"] = {**self.default_job_options,
+                                              **changes["default_job_options"]}
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def total_concurrency(self) -> int:
+        return sum(c.concurrency for c in self.capsules_)
+
+    def unroutable_queues(self) -> list[str]:
+        """Queue names the Sidekiq web UI could not link to (a warning, not an error)."""
+        names = [n for c in self.capsules_ for n in c.queue_names]
+        return [n for n in names if not ROUTABLE_QUEUE.match(n)]
+
+    # --- hooks ------------------------------------------------------------------
+
+    def seal(self) -> None:
+        object.__setattr__(self, "_sealed", True)
+
+    def _check_open(self) -> None:
+        if self._sealed:
+            raise ConfigurationError("the config is in use by a running launcher; "
+                                     "register hooks before it starts")
+
+    def on(self, event: str, handler: Callable[[], Any]) -> None:
+        """Register a lifecycle handler (startup, quiet, shutdown, exit, heartbeat, beat)."""
+        if event not in LIFECYCLE_EVENTS:
+            raise ConfigurationError(f"unknown lifecycle event {event!r}; "
+                                     f"expected one of {', '.join(LIFECYCLE_EVENTS)}")
+        self._check_open()
+        self.lifecycle_events[event].append(handler)
+
+    def fire_event(self, event: str, *, reverse: bool = False, reraise: bool = False) -> None:
+        handlers = list(self.lifecycle_events[event])
+        if reverse:
+            handlers.reverse()
+        for handler in handlers:
+            try:
+                handler()
+            except Exception as exc:
+                self.handle_exception(exc, {"context": f"Exception during Wurk lifecycle "
+                                                       f"event {event}"})
+                if reraise:
+                    raise
+        if event in ONE_SHOT_EVENTS:
+            self.lifecycle_events[event].clear()
+
+    def handle_exception(self, exc: BaseException, context: dict) -> None:
+        """Report to every error handler; a failing handler is logged, never raised."""
+        for handler in self.error_handlers:
+            try:
+                handler(exc, context, self)
+            except Exception:
+                logger.exception("!!! ERROR HANDLER THREW AN ERROR !!!")
+
+
+_default_config: Config | None = None
+_default_lock = threading.Lock()
+
+
+def get_default_config() -> Config:
+    """The config pushes use when none is passed; built from the environment on first use."""
+    global _default_config
+    with _default_lock:
+        if _default_config is None:
+            _default_config = Config()
+        return _default_config
+
+
+def set_default_config(config: Config | None) -> None:
+    """Install the process-wide config (the Django app does this in `ready()`)."""
+    global _default_config
+    with _default_lock:
+        _default_config = config

@@ -1,0 +1,49 @@
+"""Sidekiq OSS's fetcher: BRPOP across the capsule's queues, no acknowledgement."""
+
+from collections import defaultdict
+
+from .. import keys
+from .base import BLOCK_TIMEOUT_S, Fetcher, UnitOfWork
+
+
+class BasicUnit(UnitOfWork):
+    __slots__ = ("fetcher",)
+
+    def __init__(self, queue: str, job: bytes, fetcher: "BasicFetch"):
+        super().__init__(queue, job)
+        self.fetcher = fetcher
+
+    def acknowledge(self) -> None:
+        # BRPOP already removed the job; a crash mid-job loses it (use reliable fetch).
+        pass
+
+    def requeue(self) -> None:
+        connection = self.fetcher.connection
+        connection.write(connection.client.rpush, keys.queue(self.queue), self.job)
+
+
+class BasicFetch(Fetcher):
+    """BRPOP with a 2 s block; the pool's socket timeout must be longer than that."""
+
+    def retrieve_work(self) -> BasicUnit | None:
+        reply = self.connection.client.brpop(self.queue_keys(), timeout=BLOCK_TIMEOUT_S)
+        if reply is None:
+            return None
+        key, job = reply
+        queue = key.decode("utf-8")[len(keys.QUEUE_PREFIX):]
+        return BasicUnit(queue, job, self)
+
+    def bulk_requeue(self, units: list[UnitOfWork]) -> None:
+        by_queue: dict[str, list[bytes]] = defaultdict(list)
+        for unit in units:
+            by_queue[unit.queue].append(unit.job)
+        if not by_queue:
+            return
+
+        def send():
+            pipe = self.connection.pipeline()
+            for queue, jobs in by_queue.items():
+                pipe.rpush(keys.queue(queue), *jobs)
+            pipe.execute()
+
+        self.connection.write(send)

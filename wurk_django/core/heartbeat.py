@@ -1,0 +1,157 @@
+"""Process registration: the heartbeat, busy snapshot, remote signals and cleanup (wire §7)."""
+
+import logging
+import threading
+import time
+
+from . import keys
+from .identity import rss_kb
+from .payload import dumps
+from .redis import REDIS_ERRORS
+from .stats import flush_counters
+
+logger = logging.getLogger("wurk")
+
+PROCESS_TTL_S = 60
+CLEANUP_LOCK_S = 60
+SLOW_RTT_US = 50_000
+SLOW_RTT_READINGS = 5
+REMOTE_SIGNALS = ("TSTP", "TERM", "INT", "TTIN", "USR2")
+
+
+class Heartbeat:
+    """Beats every `heartbeat_interval_s` (10 s): stats, work hash, identity hash, signals."""
+
+    def __init__(self, launcher):
+        self.launcher = launcher
+        self.config = launcher.config
+        self.connection = launcher.connection
+        self.identity = launcher.identity
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._rtt_readings: list[int] = []
+        self._failing = False
+
+    def start(self) -> None:
+        self.beat()
+        self._thread = threading.Thread(target=self._loop, name="wurk-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.config.heartbeat_interval_s):
+            self.beat()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            if not self._thread.is_alive():
+                self._thread = None
+
+    def beat(self) -> None:
+        """One beat; every failure is logged and the next beat tries again."""
+        launcher = self.launcher
+        try:
+            flush_counters(self.connection, launcher.counters)
+            launcher.metrics.flush(self.connection)
+            busy = self._write_work()
+            rtt_us = self._measure_rtt()
+            existed, signal = self._write_identity(busy, rtt_us)
+        except REDIS_ERRORS as exc:
+            if not self._failing:
+                self.config.handle_exception(exc, {"context": "heartbeat"})
+            self._failing = True
+            return
+        if self._failing:
+            logger.info("Heartbeat recovered")
+            self._failing = False
+        if not existed:
+            self.config.fire_event("heartbeat")
+        self.config.fire_event("beat")
+        if signal is not None:
+            self._deliver(signal.decode("utf-8", "replace"))
+
+    def _write_work(self) -> int:
+        work = self.launcher.work_state.snapshot()
+        work_key = keys.work(self.identity)
+        pipe = self.connection.pipeline(transaction=True)
+        pipe.unlink(work_key)
+        if work:
+            pipe.hset(work_key, mapping={
+                tid: dumps({"queue": queue, "payload": payload, "run_at": run_at})
+                for tid, (queue, payload, run_at) in work.items()})
+            pipe.expire(work_key, PROCESS_TTL_S)
+        pipe.execute()
+        return len(work)
+
+    def _measure_rtt(self) -> int:
+        started = time.monotonic_ns()
+        self.connection.client.ping()
+        rtt_us = (time.monotonic_ns() - started) // 1000
+        readings = self._rtt_readings
+        readings.append(rtt_us)
+        if len(readings) >= SLOW_RTT_READINGS:
+            if all(reading > SLOW_RTT_US for reading in readings):
+                logger.warning("Your Redis network connection is performing extremely "
+                               "poorly. Last RTT readings were %s (us); ideally these "
+                               "should be < 1000.", readings)
+            readings.clear()
+        return rtt_us
+
+    def _write_identity(self, busy: int, rtt_us: int) -> tuple[bool, bytes | None]:
+        launcher = self.launcher
+        fields = {
+            "info": launcher.info_json,
+            "busy": busy,
+            "beat": repr(time.time()),
+            "quiet": "true" if launcher.quieting else "false",
+            "rss": rss_kb(),
+            "rtt_us": rtt_us,
+            "concurrency": self.config.total_concurrency,
+        }
+        pipe = self.connection.pipeline(transaction=True)
+        pipe.sadd(keys.PROCESSES, self.identity)
+        pipe.exists(self.identity)
+        pipe.hset(self.identity, mapping=fields)
+        pipe.expire(self.identity, PROCESS_TTL_S)
+        pipe.rpop(keys.signals(self.identity))
+        replies = pipe.execute()
+        return bool(replies[1]), replies[4]
+
+    def _deliver(self, name: str) -> None:
+        if name not in REMOTE_SIGNALS:
+            logger.warning("Ignoring unknown remote signal %r", name)
+            return
+        if self.config.embedded:
+            logger.info("Ignoring remote signal %s in an embedded worker", name)
+            return
+        self.launcher.signal(name)
+
+    def clear(self) -> None:
+        """Unregister at graceful stop; best effort, as the identity hash expires anyway."""
+        try:
+            flush_counters(self.connection, self.launcher.counters)
+            pipe = self.connection.pipeline()
+            pipe.srem(keys.PROCESSES, self.identity)
+            pipe.unlink(keys.work(self.identity))
+            pipe.execute()
+        except REDIS_ERRORS as exc:
+            logger.warning("Could not unregister %s at stop: %s", self.identity, exc)
+
+
+def cleanup_processes(connection) -> int:
+    """Drop `processes` members whose identity hash is gone; at most once a minute cluster-wide."""
+    client = connection.client
+    if not client.set(keys.PROCESS_CLEANUP, "1", nx=True, ex=CLEANUP_LOCK_S):
+        return 0
+    members = list(client.sscan_iter(keys.PROCESSES))
+    if not members:
+        return 0
+    pipe = connection.pipeline()
+    for member in members:
+        pipe.hget(member, "info")
+    infos = pipe.execute()
+    dead = [member for member, info in zip(members, infos) if info is None]
+    if dead:
+        client.srem(keys.PROCESSES, *dead)
+    return len(dead)

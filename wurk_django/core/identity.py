@@ -1,0 +1,53 @@
+"""Who this process and thread are on the wire: hostname, identity, tid (wire §6)."""
+
+import os
+import secrets
+import socket
+import threading
+
+_nonce: tuple[int, str] | None = None
+
+
+def hostname() -> str:
+    return os.environ.get("DYNO") or socket.gethostname()
+
+
+def process_nonce() -> str:
+    """Six random bytes as hex, made once per OS process; a forked child makes its own."""
+    global _nonce
+    pid = os.getpid()
+    if _nonce is None or _nonce[0] != pid:
+        _nonce = (pid, secrets.token_hex(6))
+    return _nonce[1]
+
+
+def process_identity() -> str:
+    return f"{hostname()}:{os.getpid()}:{process_nonce()}"
+
+
+def _base36(number: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    if number == 0:
+        return "0"
+    out = []
+    while number:
+        number, rest = divmod(number, 36)
+        out.append(digits[rest])
+    return "".join(reversed(out))
+
+
+def tid() -> str:
+    """This thread's id as Sidekiq writes it: base 36 of thread ident XOR pid."""
+    return _base36(threading.get_ident() ^ os.getpid())
+
+
+def rss_kb() -> int:
+    """Resident memory in KB, from /proc on Linux; 0 where it cannot be read cheaply."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0

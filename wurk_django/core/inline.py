@@ -1,0 +1,35 @@
+"""Running a job in the calling process: `perform_inline` and the testing modes."""
+
+from .payload import dumps, loads
+from .registry import REGISTRY
+
+
+def execute(job: dict, config, chain) -> None:
+    """Instantiate the job's task and run `perform` inside a server middleware chain."""
+    task = REGISTRY.get(job["class"])
+    instance = task()
+    instance.jid = job.get("jid")
+
+    def perform():
+        return instance.perform(*job["args"])
+
+    if len(chain):
+        chain.invoke(config, (instance, job, job["queue"]), perform)
+    else:
+        perform()
+
+
+def run_inline(item: dict, config=None) -> bool | None:
+    """Normalise, run client middleware, JSON round trip, then execute here and now.
+
+    Exceptions reach the caller and no retry is booked; Redis is never touched.
+    """
+    from .client import Client
+    client = Client(config)
+    item = dict(item)
+    item.pop("at", None)
+    job = client.prepare(client.normalize(item))
+    if job is None:
+        return None
+    execute(loads(dumps(job)), client.config, client.config.server_middleware)
+    return True

@@ -1,0 +1,54 @@
+"""Every Redis key name Wurk reads or writes, exactly as Sidekiq spells it (wire-format §1)."""
+
+from datetime import datetime
+
+QUEUES = "queues"
+QUEUE_PREFIX = "queue:"
+SCHEDULE = "schedule"
+RETRY = "retry"
+DEAD = "dead"
+PROCESSES = "processes"
+PROCESS_CLEANUP = "process_cleanup"
+STAT_PROCESSED = "stat:processed"
+STAT_FAILED = "stat:failed"
+
+SORTED_SETS = (SCHEDULE, RETRY, DEAD)
+
+
+def queue(name: str) -> str:
+    return QUEUE_PREFIX + name
+
+
+def work(identity: str) -> str:
+    return identity + ":work"
+
+
+def signals(identity: str) -> str:
+    return identity + "-signals"
+
+
+def stat(kind: str, day: str | None = None) -> str:
+    """`stat:processed`, or the per-day key `stat:processed:2025-02-14` (UTC)."""
+    return f"stat:{kind}" if day is None else f"stat:{kind}:{day}"
+
+
+def metrics_minute(at: datetime) -> str:
+    # Two-digit year, unpadded hour, two-digit minute: `j|250214|8:43`.
+    return f"j|{at:%y%m%d}|{at.hour}:{at:%M}"
+
+
+def metrics_ten_minutes(at: datetime) -> str:
+    # The minute key without its last character: `j|250214|8:4`.
+    return metrics_minute(at)[:-1]
+
+
+def histogram(klass: str, at: datetime) -> str:
+    return f"h|{klass}-{at.day}-{at.hour}:{at.minute}"
+
+
+def deploy_marks(at: datetime) -> str:
+    return f"{at:%Y%m%d}-marks"
+
+
+def deploy_lock(label: str) -> str:
+    return f"deploylock-{label}"

@@ -1,0 +1,129 @@
+"""A worker process's lifecycle: managers, poller and heartbeat; quiet and stop."""
+
+import collections
+import logging
+import os
+import threading
+import time
+
+from .client import Client
+from .heartbeat import Heartbeat
+from .identity import hostname, process_identity
+from .manager import Manager
+from .metrics import Metrics
+from .payload import dumps
+from .redis import connection_for
+from .scheduled import Poller
+from .stats import Counters, WorkState
+from .version import VERSION
+
+logger = logging.getLogger("wurk")
+
+
+class Launcher:
+    """Wires a worker together in plain top-to-bottom code and runs it until stopped."""
+
+    def __init__(self, config):
+        self.config = config
+        self.identity = process_identity()
+        self.connection = connection_for(config)
+        self.counters = Counters()
+        self.work_state = WorkState()
+        self.metrics = Metrics()
+        self.started_at = time.time()
+        self.managers = [Manager(config, capsule, self.connection, self.counters,
+                                 self.work_state, self.metrics)
+                         for capsule in config.capsules_]
+        self.poller = Poller(config, self.connection, Client(config, self.connection))
+        self.heartbeat = Heartbeat(self)
+        self.info_json = dumps(self.info())
+        self.quieting = False
+        self.stopping = False
+        self.stopped = threading.Event()
+        # Signals (OS or remote) waiting for the main thread; see `signal()`.
+        self.pending_signals: collections.deque[str] = collections.deque()
+        self.signal_listeners: list = []
+        self._quiet_lock = threading.Lock()
+
+    def info(self) -> dict:
+        capsules = self.config.capsules_
+        queues = list(dict.fromkeys(name for c in capsules for name in c.queue_names))
+        return {
+            "hostname": hostname(),
+            "started_at": self.started_at,
+            "pid": os.getpid(),
+            "tag": self.config.tag,
+            "concurrency": self.config.total_concurrency,
+            "capsules": {c.name: c.info() for c in capsules},
+            "queues": queues,
+            "weights": [c.weights for c in capsules],
+            "labels": sorted(set(self.config.labels) | {"wurk", "python"}),
+            "identity": self.identity,
+            "version": VERSION,
+            "embedded": self.config.embedded,
+        }
+
+    def run(self) -> None:
+        """Start every thread and return; the caller waits for signals or `stopped`."""
+        self.config.seal()
+        self.heartbeat.start()
+        for manager in self.managers:
+            manager.start()
+        self.poller.start()
+
+    def signal(self, name: str) -> None:
+        """Queue a signal name for the main thread (called by OS handlers and the heartbeat)."""
+        self.pending_signals.append(name)
+        for listener in self.signal_listeners:
+            listener()
+
+    def quiet(self) -> None:
+        """Stop fetching new jobs; running ones finish. Only the first call acts."""
+        with self._quiet_lock:
+            if self.quieting:
+                return
+            self.quieting = True
+        for manager in self.managers:
+            manager.quiet()
+        self.poller.terminate()
+        self.config.fire_event("quiet", reverse=True)
+
+    def stop(self) -> None:
+        """Graceful stop: quiet, drain until the timeout, requeue the rest, unregister."""
+        deadline = time.monotonic() + self.config.shutdown_timeout_s
+        self.stopping = True
+        self.quiet()
+        stoppers = [threading.Thread(target=m.stop, args=(deadline,), name="wurk-stopper",
+                                     daemon=True) for m in self.managers]
+        for stopper in stoppers:
+            stopper.start()
+        self.config.fire_event("shutdown", reverse=True)
+        for stopper in stoppers:
+            stopper.join()
+        self.poller.join()
+        self.heartbeat.stop()
+        self.heartbeat.clear()
+        self._flush_metrics()
+        self.config.fire_event("exit", reverse=True)
+        self.stopped.set()
+
+    def force(self) -> None:
+        """Stop waiting for running jobs: requeue them now (a second Ctrl-C)."""
+        for manager in self.managers:
+            manager.force.set()
+
+    def _flush_metrics(self) -> None:
+        try:
+            self.metrics.flush(self.connection)
+        except Exception as exc:
+            self.config.handle_exception(exc, {"context": "metrics flush at exit"})
+
+    def dump_threads(self) -> None:
+        """Log every thread's stack (TTIN), to see where a stuck worker is."""
+        import sys
+        import traceback
+        frames = sys._current_frames()
+        for thread in threading.enumerate():
+            frame = frames.get(thread.ident)
+            stack = "".join(traceback.format_stack(frame)) if frame else "(no frame)\n"
+            logger.warning("Thread %s (%s)\n%s", thread.name, thread.ident, stack)

@@ -1,0 +1,140 @@
+"""Redis connections: pools, the retry rules for reads and writes, and Lua scripts."""
+
+import logging
+import threading
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from .errors import RedisUnavailableError
+
+logger = logging.getLogger("wurk")
+
+LUA_DIR = Path(__file__).with_name("lua")
+
+# Errors that mean "the connection is gone", not "Redis refused the command".
+CONNECTION_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+REDIS_ERRORS = (redis.exceptions.RedisError, RedisUnavailableError)
+# Replies after a fail-over: the write was refused, so sending it again is safe.
+_FAILOVER_MARKERS = ("READONLY", "NOREPLICAS", "UNBLOCKED")
+
+
+def mask_url(url: str) -> str:
+    """Hide the password in a Redis URL so it can be logged."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:****@{host}"))
+
+
+def is_failover_error(exc: BaseException) -> bool:
+    return isinstance(exc, redis.exceptions.ResponseError) and str(exc).startswith(
+        _FAILOVER_MARKERS) or isinstance(exc, redis.exceptions.ReadOnlyError)
+
+
+class RedisConnection:
+    """One pool for a URL, with Wurk's retry policy and its Lua scripts.
+
+    redis-py retries every command on a dropped connection by default, which would
+    send a push twice; the pool is built with retries off and `read()` opts back in.
+    """
+
+    def __init__(self, url: str, *, pool_size: int = 20, socket_timeout_s: float = 5.0,
+                 **options):
+        self.url = url
+        self.masked_url = mask_url(url)
+        options.setdefault("socket_connect_timeout", socket_timeout_s)
+        options.setdefault("health_check_interval", 0)
+        self.pool = redis.BlockingConnectionPool.from_url(
+            url, max_connections=pool_size, timeout=socket_timeout_s,
+            socket_timeout=socket_timeout_s, retry=Retry(NoBackoff(), 0), **options)
+        self.client = redis.Redis(connection_pool=self.pool)
+        self._scripts: dict[str, redis.commands.core.Script] = {}
+
+    def pipeline(self, transaction: bool = False):
+        return self.client.pipeline(transaction=transaction)
+
+    def read(self, fn, *args, **kwargs):
+        """Run an idempotent read, retrying once if the connection dropped."""
+        try:
+            return fn(*args, **kwargs)
+        except CONNECTION_ERRORS:
+            try:
+                return fn(*args, **kwargs)
+            except CONNECTION_ERRORS as exc:
+                raise RedisUnavailableError(f"Redis at {self.masked_url}: {exc}") from exc
+
+    def write(self, fn, *args, **kwargs):
+        """Run a write; retry once only when a fail-over refused it, never on a dropped link."""
+        try:
+            return fn(*args, **kwargs)
+        except redis.exceptions.RedisError as exc:
+            if not is_failover_error(exc):
+                raise translate(exc, self.masked_url) from exc
+            logger.warning("Redis refused a write during fail-over (%s); reconnecting", exc)
+            self.pool.disconnect()
+        try:
+            return fn(*args, **kwargs)
+        except redis.exceptions.RedisError as exc:
+            raise translate(exc, self.masked_url) from exc
+
+    def script(self, name: str):
+        """Return the Lua script `lua/<name>.lua`; called by SHA, reloaded on NOSCRIPT."""
+        script = self._scripts.get(name)
+        if script is None:
+            source = (LUA_DIR / f"{name}.lua").read_text()
+            script = self._scripts[name] = self.client.register_script(source)
+        return script
+
+    def ping(self) -> bool:
+        return self.read(self.client.ping)
+
+    def server_version(self) -> tuple[int, ...]:
+        info = self.read(self.client.info, "server")
+        version = str(info.get("valkey_version") or info.get("redis_version") or "0")
+        return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+    def close(self) -> None:
+        self.pool.disconnect()
+
+
+def translate(exc: BaseException, where: str) -> Exception:
+    if isinstance(exc, CONNECTION_ERRORS):
+        return RedisUnavailableError(f"Redis at {where}: {exc}")
+    return exc if isinstance(exc, Exception) else RuntimeError(str(exc))
+
+
+_connections: dict[tuple, RedisConnection] = {}
+_connections_lock = threading.Lock()
+
+
+def connection_for(config) -> RedisConnection:
+    """The shared connection for a config's URL: one pool per process and URL.
+
+    redis-py pools notice a fork by pid and reopen their sockets in the child.
+    """
+    pool_size = config.redis_pool_size or config.total_concurrency + 5
+    key = (config.redis_url, pool_size, config.network_timeout_s,
+           tuple(sorted(config.redis_options.items())))
+    with _connections_lock:
+        connection = _connections.get(key)
+        if connection is None:
+            connection = _connections[key] = RedisConnection(
+                config.redis_url, pool_size=pool_size,
+                socket_timeout_s=config.network_timeout_s, **dict(config.redis_options))
+        return connection
+
+
+def close_connections() -> None:
+    """Close and forget every shared pool."""
+    with _connections_lock:
+        for connection in _connections.values():
+            connection.close()
+        _connections.clear()

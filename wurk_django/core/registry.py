@@ -1,0 +1,74 @@
+"""The registry of wire names: which task class runs a payload's `class`."""
+
+import importlib
+import threading
+
+from .errors import DuplicateTaskError, UnknownTaskError
+
+
+class Registry:
+    """Maps wire names to task classes; imports a dotted module on demand."""
+
+    def __init__(self):
+        self._tasks: dict[str, type] = {}
+        self._lock = threading.Lock()
+
+    def register(self, name: str, task: type) -> None:
+        with self._lock:
+            existing = self._tasks.get(name)
+            if existing is not None and existing is not task and not _same_origin(existing, task):
+                raise DuplicateTaskError(
+                    f"task name {name!r} is already registered by "
+                    f"{existing.__module__}.{existing.__qualname__}; pass name= to one of them")
+            self._tasks[name] = task
+
+    def unregister(self, name: str) -> None:
+        with self._lock:
+            self._tasks.pop(name, None)
+
+    def find(self, name: str) -> type | None:
+        """Look a name up, importing its module once if the name is a dotted path."""
+        task = self._tasks.get(name)
+        if task is None and "." in name:
+            _import_owner(name)
+            task = self._tasks.get(name)
+        return task
+
+    def get(self, name: str) -> type:
+        task = self.find(name)
+        if task is None:
+            raise UnknownTaskError(
+                f"no task named {name!r} is registered in this process; import the module "
+                f"that defines it (worker --require, or a tasks.py in an installed app)")
+        return task
+
+    def names(self) -> list[str]:
+        return sorted(self._tasks)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tasks
+
+
+def _same_origin(old: type, new: type) -> bool:
+    # A module imported twice (for example as __main__ and by name, or after a reload)
+    # defines the same task again; that is not a clash between two tasks.
+    return (old.__module__, old.__qualname__) == (new.__module__, new.__qualname__)
+
+
+def _import_owner(name: str) -> None:
+    """Import the longest importable module prefix of `a.b.C.method`."""
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        module = ".".join(parts[:cut])
+        try:
+            importlib.import_module(module)
+            return
+        except ModuleNotFoundError as exc:
+            # Only "this prefix is not a module" means try a shorter one; a module that
+            # exists but fails to import must show its own error.
+            if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
+                continue
+            raise
+
+
+REGISTRY = Registry()

@@ -1,0 +1,117 @@
+"""The poller: moves due jobs from `retry` and `schedule` onto their queues (core §9)."""
+
+import logging
+import random
+import threading
+import time
+
+from . import keys
+from .heartbeat import cleanup_processes
+from .payload import loads
+from .redis import REDIS_ERRORS
+from .retry import send_to_dead
+
+logger = logging.getLogger("wurk")
+
+INITIAL_WAIT_S = 10
+INITIAL_JITTER_S = 5
+SMALL_CLUSTER = 10
+SETS = (keys.RETRY, keys.SCHEDULE)
+
+
+class Enqueuer:
+    """Pops due members one at a time with the atomic script and pushes them."""
+
+    def __init__(self, config, connection, client):
+        self.config = config
+        self.connection = connection
+        self.client = client
+        self.done = False
+
+    def enqueue_jobs(self) -> int:
+        script = self.connection.script("pop_by_score")
+        moved = 0
+        for sorted_set in SETS:
+            while not self.done:
+                raw = script(keys=[sorted_set], args=[repr(time.time())])
+                if raw is None:
+                    break
+                self._push(raw, sorted_set)
+                moved += 1
+        return moved
+
+    def _push(self, raw: bytes, source: str) -> None:
+        try:
+            job = loads(raw)
+            if not isinstance(job, dict):
+                raise ValueError("not a JSON object")
+        except (ValueError, UnicodeDecodeError) as exc:
+            # Already removed from the set: keep it in `dead` rather than lose it.
+            self.config.handle_exception(exc, {"context": f"Invalid JSON in {source}",
+                                               "jobstr": raw})
+            send_to_dead(self.connection, self.config, raw)
+            return
+        self.client.push(job)
+
+
+class Poller:
+    """One thread per process; the cluster as a whole polls about every 5 s."""
+
+    def __init__(self, config, connection, client):
+        self.config = config
+        self.connection = connection
+        self.enqueuer = Enqueuer(config, connection, client)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="wurk-poller", daemon=True)
+        self._thread.start()
+
+    def terminate(self) -> None:
+        self.enqueuer.done = True
+        self._stop.set()
+
+    def join(self, timeout_s: float = 5.0) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        if self._stop.wait(self.initial_wait_s()):
+            return
+        self._guarded(cleanup_processes, self.connection)
+        while not self._stop.is_set():
+            self._guarded(self.enqueuer.enqueue_jobs)
+            self._stop.wait(self.random_poll_interval_s())
+
+    def _guarded(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # Redis down or a bad member: report, try next tick
+            self.config.handle_exception(exc, {"context": "scheduled poller"})
+
+    def initial_wait_s(self) -> float:
+        """10 s plus up to 5 s of jitter, so a fleet restarting at once spreads out.
+
+        With a fixed poll average, only the jitter, capped at that average (Wurk), so a
+        fast-polling test or small deployment does not wait seconds for its first pass.
+        """
+        average = self.config.poll_interval_average_s
+        if average is not None:
+            return random.random() * min(INITIAL_JITTER_S, average)
+        return INITIAL_WAIT_S + random.random() * INITIAL_JITTER_S
+
+    def random_poll_interval_s(self) -> float:
+        count = self._process_count()
+        interval = self.config.poll_interval_average_s
+        if interval is None:
+            interval = count * self.config.average_scheduled_poll_interval_s
+        if count < SMALL_CLUSTER:
+            return interval * random.random() + interval / 2
+        return interval * random.random() * 2
+
+    def _process_count(self) -> int:
+        try:
+            return max(int(self.connection.read(self.connection.client.scard, keys.PROCESSES)), 1)
+        except REDIS_ERRORS:
+            return 1

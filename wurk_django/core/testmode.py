@@ -1,0 +1,160 @@
+"""Testing modes for applications: `fake` records pushes, `inline` runs them at once."""
+
+import contextlib
+import threading
+
+from .errors import ConfigurationError, EmptyQueueError, TestModeAlreadySetError
+from .middleware import Chain
+from .payload import dumps, loads, now_ms
+
+DISABLE = "disable"
+FAKE = "fake"
+INLINE = "inline"
+MODES = (DISABLE, FAKE, INLINE)
+
+_global_mode = DISABLE
+_local = threading.local()
+server_middleware = Chain()  # the chain fake-mode helpers and inline mode run through
+
+
+def active_mode() -> str:
+    return getattr(_local, "mode", None) or _global_mode
+
+
+def _check(mode: str) -> str:
+    if mode not in MODES:
+        raise ConfigurationError(f"unknown testing mode {mode!r}; use one of {MODES}")
+    return mode
+
+
+def set_mode(mode: str) -> None:
+    """Set the mode for every thread until changed again."""
+    global _global_mode
+    _global_mode = _check(mode)
+
+
+@contextlib.contextmanager
+def mode(name: str):
+    """Use a mode in this thread for the block; blocks do not nest."""
+    _check(name)
+    if getattr(_local, "mode", None) is not None:
+        raise TestModeAlreadySetError(f"already in testing mode {_local.mode!r}")
+    _local.mode = name
+    try:
+        yield
+    finally:
+        _local.mode = None
+
+
+class FakeQueues:
+    """Jobs pushed in fake mode, per queue, in push order."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._jobs: dict[str, list[dict]] = {}
+
+    def push(self, job: dict) -> None:
+        with self._lock:
+            self._jobs.setdefault(job["queue"], []).append(job)
+
+    @property
+    def jobs_by_queue(self) -> dict[str, list[dict]]:
+        with self._lock:
+            return {queue: list(jobs) for queue, jobs in self._jobs.items()}
+
+    @property
+    def jobs_by_class(self) -> dict[str, list[dict]]:
+        grouped: dict[str, list[dict]] = {}
+        for jobs in self.jobs_by_queue.values():
+            for job in jobs:
+                grouped.setdefault(job["class"], []).append(job)
+        return grouped
+
+    def take(self, klass: str | None = None) -> dict | None:
+        """Remove and return the oldest job (of a class, if given)."""
+        with self._lock:
+            for jobs in self._jobs.values():
+                for index, job in enumerate(jobs):
+                    if klass is None or job["class"] == klass:
+                        return jobs.pop(index)
+        return None
+
+    def clear_class(self, klass: str) -> None:
+        with self._lock:
+            for queue, jobs in self._jobs.items():
+                self._jobs[queue] = [job for job in jobs if job["class"] != klass]
+
+    def clear_all(self) -> None:
+        with self._lock:
+            self._jobs.clear()
+
+
+queues = FakeQueues()
+
+
+def intercept(jobs: list[dict], config) -> None:
+    """Called by the client instead of writing to Redis when a testing mode is active."""
+    current = active_mode()
+    for job in jobs:
+        if current == FAKE:
+            if "at" not in job:
+                job["enqueued_at"] = now_ms()
+            queues.push(loads(dumps(job)))
+        else:
+            process_job(loads(dumps(job)), config)
+
+
+def process_job(job: dict, config=None) -> None:
+    """Run one job dict through the testing server chain; exceptions reach the caller."""
+    from .config import get_default_config
+    from .inline import execute
+    execute(job, config or get_default_config(), server_middleware)
+
+
+def jobs_for(klass: str) -> list[dict]:
+    return queues.jobs_by_class.get(klass, [])
+
+
+def clear_class(klass: str) -> None:
+    queues.clear_class(klass)
+
+
+def perform_one(klass: str) -> None:
+    job = queues.take(klass)
+    if job is None:
+        raise EmptyQueueError(f"no {klass} jobs are queued")
+    process_job(job)
+
+
+def drain_class(klass: str) -> int:
+    """Run queued jobs of a class until none is left, including ones they push."""
+    ran = 0
+    while (job := queues.take(klass)) is not None:
+        process_job(job)
+        ran += 1
+    return ran
+
+
+def drain_all() -> int:
+    ran = 0
+    while (job := queues.take()) is not None:
+        process_job(job)
+        ran += 1
+    return ran
+
+
+class Testing:
+    """`wurk_django.testing`: call it with a mode for a block, or use `set_mode`."""
+
+    DISABLE, FAKE, INLINE = DISABLE, FAKE, INLINE
+    set_mode = staticmethod(set_mode)
+    active_mode = staticmethod(active_mode)
+    drain_all = staticmethod(drain_all)
+    queues = queues
+    server_middleware = server_middleware
+
+    def __call__(self, name: str):
+        return mode(name)
+
+
+testing = Testing()
