@@ -14,6 +14,11 @@ class RetryHandled(Exception):
     """The failure was booked (retry, discard or death); the fetched job may be acked."""
 
 
+def retry_enabled(value) -> bool:
+    """Ruby truthiness: only nil and false disable retries; `retry: 0` means "dead at once"."""
+    return value is not None and value is not False
+
+
 def base_delay(count: int) -> int:
     return count ** 4 + 15
 
@@ -57,6 +62,17 @@ def run_death_handlers(config, job: dict, exc: BaseException) -> None:
                                                   "job": job})
 
 
+def _find_task(name):
+    """The task for a name, or None; the failure being booked must not be masked by
+    a second one (a module that cannot be imported raised the first time too)."""
+    if not isinstance(name, str):
+        return None
+    try:
+        return REGISTRY.find(name)
+    except Exception:
+        return None
+
+
 class JobRetry:
     """The two retry guards around a job and the bookkeeping behind them."""
 
@@ -74,8 +90,8 @@ class JobRetry:
             if caused_by_shutdown(exc):
                 raise Shutdown() from exc
             job = loads(raw)
-            task = REGISTRY.find(str(job.get("class"))) if job.get("retry") else None
-            if job.get("retry"):
+            if retry_enabled(job.get("retry")):
+                task = _find_task(job.get("class"))
                 self.process_retry(task, job, queue, exc)
             else:
                 run_death_handlers(self.config, job, exc)
@@ -94,7 +110,7 @@ class JobRetry:
             if job.get("retry") is None:
                 job["retry"] = task.task_options.get("retry",
                                                      self.config.default_job_options["retry"])
-            if not job["retry"]:
+            if not retry_enabled(job["retry"]):
                 raise
             self.process_retry(task, job, queue, exc)
             raise RetryHandled() from exc
@@ -159,8 +175,7 @@ class JobRetry:
         return "retry", base_delay(count)
 
     def retries_exhausted(self, task, job: dict, exc: BaseException) -> None:
-        wrapped = job.get("wrapped")
-        hook_owner = REGISTRY.find(wrapped) if isinstance(wrapped, str) else None
+        hook_owner = _find_task(job.get("wrapped"))
         hook = getattr(hook_owner or task, "retries_exhausted", None)
         outcome = None
         if hook is not None:

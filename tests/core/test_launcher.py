@@ -1,0 +1,120 @@
+"""The launcher in this process: lifecycle events, handlers, heartbeat and stop."""
+
+import json
+
+import pytest
+
+from tests.core import jobs
+from tests.support.workers import wait_until
+from wurk_django.core import ConfigurationError, keys
+from wurk_django.core.heartbeat import cleanup_processes
+from wurk_django.core.launcher import Launcher
+from wurk_django.core.redis import connection_for
+
+
+@pytest.fixture
+def fast_config(config, redis_url, monkeypatch):
+    monkeypatch.setenv("REDIS_URL", redis_url)  # the tasks in tests.core.jobs report here
+    return config.replace(heartbeat_interval_s=0.2, poll_interval_average_s=0.2,
+                          shutdown_timeout_s=2, concurrency=2)
+
+
+def test_lifecycle_events_fire_in_the_documented_order(fast_config, redis_client):
+    events = []
+    for name in ("startup", "quiet", "shutdown", "exit", "heartbeat"):
+        fast_config.on(name, lambda name=name: events.append(name))
+    fast_config.on("quiet", lambda: events.append("quiet-2"))
+    fast_config.on("beat", lambda: events.append("beat"))
+    launcher = Launcher(fast_config)
+    fast_config.fire_event("startup", reraise=True)
+    launcher.run()
+    wait_until(lambda: events.count("beat") >= 2, 5, message="two beats")
+    launcher.stop()
+    one_shot = [e for e in events if e not in ("beat",)]
+    assert one_shot == ["startup", "heartbeat", "quiet-2", "quiet", "shutdown", "exit"]
+    # One-shot handler lists are cleared after firing.
+    assert fast_config.lifecycle_events["quiet"] == []
+    assert fast_config.lifecycle_events["beat"]
+
+
+def test_config_is_sealed_once_running(fast_config):
+    launcher = Launcher(fast_config)
+    launcher.run()
+    try:
+        with pytest.raises(ConfigurationError):
+            fast_config.on("exit", lambda: None)
+    finally:
+        launcher.stop()
+
+
+def test_a_failing_startup_handler_aborts_boot(fast_config):
+    def broken():
+        raise RuntimeError("no database")
+
+    fast_config.on("startup", broken)
+    reported = []
+    fast_config.error_handlers.append(lambda exc, ctx, cfg: reported.append(ctx["context"]))
+    with pytest.raises(RuntimeError):
+        fast_config.fire_event("startup", reraise=True)
+    assert reported == ["Exception during Wurk lifecycle event startup"]
+
+
+def test_error_and_death_handlers_see_failures(fast_config, redis_client):
+    failures, deaths = [], []
+    fast_config.error_handlers.append(
+        lambda exc, ctx, cfg: failures.append((type(exc).__name__, ctx["context"],
+                                               ctx.get("job", {}).get("jid"))))
+    fast_config.death_handlers.append(lambda job, exc: deaths.append(job["jid"]))
+
+    def broken_handler(exc, ctx, cfg):
+        raise RuntimeError("handler bug")  # logged, never propagated
+
+    fast_config.error_handlers.append(broken_handler)
+    jid = jobs.fails_without_retry.perform_async("down")
+    launcher = Launcher(fast_config)
+    launcher.run()
+    try:
+        wait_until(lambda: deaths, 5, message="a death handler call")
+    finally:
+        launcher.stop()
+    assert deaths == [jid]
+    assert ("RuntimeError", "Job raised exception", jid) in failures
+    assert redis_client.zcard(keys.RETRY) == 0 and redis_client.zcard(keys.DEAD) == 0
+
+
+def test_embedded_launcher_ignores_remote_signals(fast_config, redis_client):
+    embedded = fast_config.replace(embedded=True)
+    launcher = Launcher(embedded)
+    launcher.run()
+    try:
+        info = json.loads(wait_until(lambda: redis_client.hget(launcher.identity, "info"), 5))
+        assert info["embedded"] is True
+        redis_client.lpush(keys.signals(launcher.identity), "TERM")
+        wait_until(lambda: redis_client.llen(keys.signals(launcher.identity)) == 0, 5,
+                   message="the signal to be popped")
+        assert not launcher.pending_signals
+    finally:
+        launcher.stop()
+
+
+def test_cleanup_drops_processes_without_a_heartbeat(config, redis_client):
+    redis_client.sadd(keys.PROCESSES, "gone:1:aaaaaaaaaaaa", "alive:2:bbbbbbbbbbbb")
+    redis_client.hset("alive:2:bbbbbbbbbbbb", "info", "{}")
+    connection = connection_for(config)
+    assert cleanup_processes(connection) == 1
+    assert redis_client.smembers(keys.PROCESSES) == {b"alive:2:bbbbbbbbbbbb"}
+    # The lock makes it run at most once a minute across the cluster.
+    redis_client.sadd(keys.PROCESSES, "gone:3:cccccccccccc")
+    assert cleanup_processes(connection) == 0
+    assert 0 < redis_client.ttl(keys.PROCESS_CLEANUP) <= 60
+
+
+def test_stop_unregisters_and_flushes_stats(fast_config, redis_client):
+    for index in range(4):
+        jobs.record.perform_async(index)
+    launcher = Launcher(fast_config)
+    launcher.run()
+    wait_until(lambda: redis_client.llen("test:results") == 4, 5, message="four jobs")
+    launcher.stop()
+    assert redis_client.get(keys.STAT_PROCESSED) == b"4"
+    assert launcher.identity.encode() not in redis_client.smembers(keys.PROCESSES)
