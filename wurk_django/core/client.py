@@ -31,8 +31,22 @@ class Client:
     # --- public API ---------------------------------------------------------------
 
     def push(self, item: dict) -> str | None:
-        """Push one job; return its jid, or None if client middleware halted it."""
-        job = self.prepare(self.normalize(item))
+        """Push one job; return its jid, or None if client middleware halted it.
+
+        With a `push_deferrer` (Django's on-commit hook) the push may wait for the
+        surrounding transaction; the jid is known now and returned at once.
+        """
+        transactional = item.get("transactional", item.get("on_commit"))
+        job = self.normalize(item)
+        deferrer = self.config.push_deferrer
+        if deferrer is not None and transactional is not False:
+            check_args(job["args"], self.config.on_complex_arguments)  # fail at the call site
+            if deferrer(lambda: self._push_now(job), transactional):
+                return job["jid"]
+        return self._push_now(job)
+
+    def _push_now(self, job: dict) -> str | None:
+        job = self.prepare(job)
         if job is None:
             return None
         self.raw_push([job])

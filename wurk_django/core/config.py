@@ -148,6 +148,8 @@ class Config:
     server_middleware: Chain = field(default_factory=Chain)
     embedded: bool = False
     redis_pool_size: int | None = None
+    # `(push, transactional) -> bool`: may hold a push until commit; True if it did.
+    push_deferrer: Callable[[Callable[[], Any], Any], bool] | None = None
     network_timeout_s: float = 5.0
 
     def __post_init__(self):
@@ -264,17 +266,29 @@ _default_config: Config | None = None
 _default_lock = threading.Lock()
 
 
+_default_factory: Callable[[], Config] = Config
+
+
 def get_default_config() -> Config:
-    """The config pushes use when none is passed; built from the environment on first use."""
+    """The config pushes use when none is passed, built by the factory on first use."""
     global _default_config
     with _default_lock:
         if _default_config is None:
-            _default_config = Config()
+            _default_config = _default_factory()
         return _default_config
 
 
 def set_default_config(config: Config | None) -> None:
-    """Install the process-wide config (the Django app does this in `ready()`)."""
+    """Install the process-wide config; None rebuilds it from the factory on next use."""
     global _default_config
     with _default_lock:
         _default_config = config
+
+
+def set_default_config_factory(factory: Callable[[], Config]) -> None:
+    """Build the default config lazily (the Django app reads its settings only when a
+    push or a worker first needs them, never at import)."""
+    global _default_config, _default_factory
+    with _default_lock:
+        _default_factory = factory
+        _default_config = None
