@@ -1,0 +1,104 @@
+"""Plumbing shared by the data API: config and connection lookup, the retry rules, paging."""
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..config import Config, get_default_config
+from ..redis import RedisConnection, connection_for
+
+DEFAULT_PAGE_SIZE = 25
+CHUNK_SIZE = 500
+
+
+def text(value) -> str | None:
+    """A Redis reply as str; the pool may or may not decode responses."""
+    if value is None or isinstance(value, str):
+        return value
+    return value.decode("utf-8", "replace")
+
+
+def as_bytes(value) -> bytes:
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
+def epoch_seconds(at) -> float:
+    """An absolute time as epoch seconds: an aware datetime or a number."""
+    if isinstance(at, datetime):
+        return at.timestamp()
+    if isinstance(at, (int, float)) and not isinstance(at, bool):
+        return float(at)
+    raise TypeError(f"a time must be a datetime or epoch seconds, got {type(at).__name__}")
+
+
+def check_paging(number: int, page_size: int) -> None:
+    if not isinstance(number, int) or number < 1:
+        raise ValueError(f"page numbers start at 1, got {number!r}")
+    if not isinstance(page_size, int) or page_size < 1:
+        raise ValueError(f"page_size must be a positive whole number, got {page_size!r}")
+
+
+@dataclass
+class Page:
+    """One page of a queue or sorted set, with the collection's size when it was read."""
+
+    entries: list
+    total: int
+    number: int
+    page_size: int
+
+    @property
+    def pages(self) -> int:
+        return max(math.ceil(self.total / self.page_size), 1)
+
+    def __iter__(self):
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+@dataclass
+class SearchResult:
+    """Entries matching a search; `truncated` when a hit or scan cap stopped it early."""
+
+    entries: list = field(default_factory=list)
+    truncated: bool = False
+
+    def __iter__(self):
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+class ApiObject:
+    """Holds a config and its shared connection; every read and write goes through here.
+
+    Reads use `connection.read` (retried once on a dropped link); writes use
+    `connection.write`, which never resends after a dropped link, so a push or a
+    removal is never doubled. Both rethrow connection failures as RedisUnavailableError.
+    """
+
+    def __init__(self, config: Config | None = None):
+        self.config = config or get_default_config()
+        self.connection: RedisConnection = connection_for(self.config)
+
+    @property
+    def redis(self):
+        return self.connection.client
+
+    def _read(self, fn, *args, **kwargs):
+        return self.connection.read(fn, *args, **kwargs)
+
+    def _write(self, fn, *args, **kwargs):
+        return self.connection.write(fn, *args, **kwargs)
+
+    def _pipelined(self, build, *, transaction: bool = False, write: bool = False) -> list:
+        """Run `build(pipe)` in a fresh pipeline, so a retried read starts clean."""
+        def run():
+            pipe = self.connection.pipeline(transaction=transaction)
+            build(pipe)
+            return pipe.execute()
+
+        return self._write(run) if write else self._read(run)
