@@ -1,6 +1,7 @@
 """Suite-wide fixtures: a private redis-server, a flushed database per test, workers."""
 
 import itertools
+import os
 
 import pytest
 import redis
@@ -11,10 +12,18 @@ from wurk_django.core import Config, set_default_config
 from wurk_django.core.redis import close_connections
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def redis_server():
+    """The suite's private redis-server; Django settings reach it via WURK_REDIS_URL."""
     server = RedisServer().start()
+    saved = {name: os.environ.get(name) for name in ("WURK_REDIS_URL", "REDIS_URL")}
+    os.environ["WURK_REDIS_URL"] = os.environ["REDIS_URL"] = server.url
     yield server
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     server.cleanup()
 
 

@@ -1,10 +1,40 @@
-"""Minimal Django settings for the test suite."""
+"""Django settings for the test suite. Redis comes from WURK_REDIS_URL, which the suite
+sets to its private server before any test runs."""
 
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent
 SECRET_KEY = "wurk-tests"
 DEBUG = True
 USE_TZ = True
+ROOT_URLCONF = "tests.urls"
 INSTALLED_APPS = [
+    "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "wurk_django",
+    "tests.djangoapp",
 ]
-DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+TEMPLATES = [{
+    "BACKEND": "django.template.backends.django.DjangoTemplates",
+    "APP_DIRS": True,
+    "OPTIONS": {"context_processors": [
+        "django.template.context_processors.request",
+        "django.contrib.auth.context_processors.auth",
+        "django.contrib.messages.context_processors.messages",
+    ]},
+}]
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3",
+                         "NAME": str(BASE_DIR / "test-db.sqlite3"),
+                         "TEST": {"NAME": str(BASE_DIR / "test-db.sqlite3")}}}
+STATIC_URL = "/static/"
+WURK = {"QUEUES": ["default"], "CONCURRENCY": 2}

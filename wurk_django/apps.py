@@ -1,0 +1,20 @@
+"""The Django app: wires the lazy config, autodiscovers task modules, registers checks."""
+
+from django.apps import AppConfig
+from django.utils.module_loading import autodiscover_modules
+
+
+class WurkConfig(AppConfig):
+    name = "wurk_django"
+    label = "wurk"
+    verbose_name = "Wurk"
+    default_auto_field = "django.db.models.AutoField"
+
+    def ready(self):
+        from . import checks  # noqa: F401  (registers the system checks)
+        from .conf import build_config
+        from .core.config import set_default_config_factory
+
+        # Settings are read on first use (a push, a worker), never here at start-up.
+        set_default_config_factory(build_config)
+        autodiscover_modules("tasks")

@@ -1,0 +1,53 @@
+"""`manage.py wurk_worker`: run a worker process with the project's WURK setting."""
+
+import logging
+
+from django.core.management.base import BaseCommand, CommandError
+
+from wurk_django import conf
+from wurk_django.core import runner
+from wurk_django.core.config import set_default_config
+from wurk_django.core.errors import WurkError
+from wurk_django.core.joblog import configure_logging
+
+LOG_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
+
+
+class Command(BaseCommand):
+    help = "Run a Wurk worker: fetch jobs from Redis and run them until TERM or Ctrl-C."
+
+    def add_arguments(self, parser):
+        parser.add_argument("-c", "--concurrency", type=int, help="threads per process")
+        parser.add_argument("-q", "--queue", action="append", metavar="NAME[,WEIGHT]",
+                            help="a queue to work, optionally weighted; repeatable")
+        parser.add_argument("-t", "--timeout", type=float,
+                            help="seconds running jobs get to finish at shutdown")
+        parser.add_argument("-g", "--tag", help="a tag shown beside this process")
+        parser.add_argument("--label", action="append", help="a process label; repeatable")
+        parser.add_argument("--logfile", help="log to this file instead of stdout")
+        parser.add_argument("--log-format", choices=("text", "json"),
+                            help="log line format (default text, or WURK['LOG_FORMAT'])")
+
+    def handle(self, *args, **options):
+        overrides = {field: options[flag] for flag, field in (
+            ("concurrency", "concurrency"), ("timeout", "shutdown_timeout_s"), ("tag", "tag"))
+            if options[flag] is not None}
+        if options["queue"]:
+            overrides["queues"] = tuple(options["queue"])
+        if options["label"]:
+            overrides["labels"] = frozenset(options["label"])
+        try:
+            wurk = conf.wurk_settings()
+            config = conf.build_config(**overrides)
+        except (WurkError, TypeError, ValueError) as exc:
+            raise CommandError(f"wurk_worker: {exc}") from None
+        configure_logging(LOG_LEVELS.get(options["verbosity"], logging.INFO),
+                          options["log_format"] or wurk.get("LOG_FORMAT", "text"),
+                          options["logfile"])
+        set_default_config(config)
+        try:
+            status = runner.run(config)
+        except WurkError as exc:
+            raise CommandError(f"wurk_worker: {exc}") from None
+        if status:
+            raise CommandError(f"wurk_worker exited with status {status}")
