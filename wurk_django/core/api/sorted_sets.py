@@ -197,6 +197,7 @@ class JobSet(ApiObject):
         return False
 
     def clear(self) -> None:
+        """UNLINK the whole set at once."""
         self._write(self.redis.unlink, self.name)
 
     def retry_all(self, limit: int | None = None) -> int:
@@ -204,15 +205,18 @@ class JobSet(ApiObject):
         return self._move_all(limit, lambda entry: entry.retry() is not None, parsed_only=True)
 
     def add_all_to_queue(self, limit: int | None = None) -> int:
+        """Push every job now, counts untouched; returns how many."""
         return self._move_all(limit, lambda entry: entry.add_to_queue() is not None,
                               parsed_only=True)
 
     def kill_all(self, limit: int | None = None, *, notify_failure: bool = False,
                  exc: BaseException | None = None) -> int:
+        """Move every entry to `dead`, trimming as each one lands; returns how many."""
         return self._move_all(limit, lambda entry: entry.kill(notify_failure=notify_failure,
                                                               exc=exc))
 
     def delete_all(self, limit: int | None = None) -> int:
+        """ZREM entries chunk by chunk (unlike `clear`, a `limit` can bound one call)."""
         return self._move_all(limit, lambda entry: entry.delete())
 
     def _move_all(self, limit: int | None, act, *, parsed_only: bool = False) -> int:
