@@ -179,6 +179,16 @@ def test_add_to_queue_runs_client_middleware(config, redis_client):
     assert queued(redis_client)[0]["stamped"] is True
 
 
+def test_add_to_queue_is_never_deferred_to_a_transaction_commit(config, redis_client):
+    held = []
+    deferring = config.replace(push_deferrer=lambda push, transactional: held.append(push) or True)
+    redis_client.zadd(keys.SCHEDULE, {dumps(job(1)): 5.0})
+    ScheduledSet(deferring).page().entries[0].add_to_queue()
+    assert held == []
+    [pushed] = queued(redis_client)
+    assert "transactional" not in pushed
+
+
 def test_a_failed_push_puts_the_entry_back(config, redis_client):
     config.client_middleware.add(RefuseMiddleware)
     member = dumps(job(1, retry_count=4))

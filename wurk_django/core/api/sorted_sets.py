@@ -85,6 +85,9 @@ class SortedEntry(JobRecord):
         job = dict(self.item)
         if decrement_retry_count and self.retry_count is not None:
             job["retry_count"] = self.retry_count - 1
+        # The entry leaves its set now, so the push must not wait for (or roll back
+        # with) the caller's database transaction; the key itself never reaches Redis.
+        job["transactional"] = False
         if not self.parent.delete_by_value(self.raw):
             return None
         client = Client(self.parent.config, self.parent.connection)
