@@ -118,3 +118,61 @@ def test_stop_unregisters_and_flushes_stats(fast_config, redis_client):
     launcher.stop()
     assert redis_client.get(keys.STAT_PROCESSED) == b"4"
     assert launcher.identity.encode() not in redis_client.smembers(keys.PROCESSES)
+
+
+class SkipOdd:
+    """Server middleware: skips jobs whose first argument is odd (counts as success)."""
+
+    def call(self, job_instance, job, queue, next_):
+        if job["args"][0] % 2:
+            return None
+        return next_()
+
+
+class Explode:
+    def call(self, job_instance, job, queue, next_):
+        raise LookupError("middleware refused")
+
+
+def test_server_middleware_wraps_perform_and_may_skip_it(fast_config, redis_client):
+    fast_config.server_middleware.add(SkipOdd)
+    for value in range(6):
+        jobs.record.perform_async(value)
+    launcher = Launcher(fast_config)
+    launcher.run()
+    try:
+        wait_until(lambda: redis_client.llen("test:results") == 3, 5, message="even jobs")
+        wait_until(lambda: redis_client.get(keys.STAT_PROCESSED) == b"6", 5, message="stats")
+    finally:
+        launcher.stop()
+    assert sorted(int(v) for v in redis_client.lrange("test:results", 0, -1)) == [0, 2, 4]
+    assert redis_client.get(keys.STAT_FAILED) in (None, b"0")
+    assert redis_client.zcard(keys.RETRY) == 0
+
+
+def test_a_raising_server_middleware_sends_the_job_to_retry(fast_config, redis_client):
+    fast_config.server_middleware.add(Explode)
+    jid = jobs.record.perform_async(1)
+    launcher = Launcher(fast_config)
+    launcher.run()
+    try:
+        [entry] = wait_until(lambda: redis_client.zrange(keys.RETRY, 0, -1), 5, message="retry")
+    finally:
+        launcher.stop()
+    job = json.loads(entry)
+    assert job["jid"] == jid and job["error_class"] == "LookupError"
+
+
+def test_histogram_counts_runs_per_bucket(fast_config, redis_client):
+    for value in range(3):
+        jobs.record.perform_async(value)
+    launcher = Launcher(fast_config)
+    launcher.run()
+    wait_until(lambda: redis_client.llen("test:results") == 3, 5, message="three jobs")
+    launcher.stop()
+    [key] = redis_client.keys(f"h|{jobs.record.name}-*")
+    counters = redis_client.execute_command(
+        "BITFIELD_RO", key, *[part for i in range(26) for part in ("GET", "u16", f"#{i}")])
+    assert counters[0] == 3  # each run took under 20 ms
+    assert sum(counters) == 3
+    assert 0 < redis_client.ttl(key) <= 28_800
