@@ -159,11 +159,14 @@ def config_options(wurk: Mapping) -> dict:
 def build_config(**overrides) -> Config:
     """Build the core Config from settings; `overrides` (Config fields) win.
 
-    An "embedded" URL is returned as is; the worker and web process resolve it when
-    they start, so building a config never starts a server.
+    An "embedded" URL starts (or attaches to) the project's private redis-server and
+    becomes its unix socket URL, so every process of the project shares one server.
     """
     from .db import close_db_connections_around, defer_until_commit
     options = config_options(wurk_settings())
     options.update(reloader=close_db_connections_around, push_deferrer=defer_until_commit)
     options.update(overrides)
+    if options["redis_url"] == EMBEDDED_URL:
+        from .core.embedded_redis import ensure_server, project_folder
+        options["redis_url"] = ensure_server(project_folder(project_dir()))
     return Config(**options)

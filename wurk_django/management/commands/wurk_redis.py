@@ -1,0 +1,35 @@
+"""`manage.py wurk_redis start|stop|status`: manage the embedded Redis of this project."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from wurk_django import conf
+from wurk_django.core import embedded_redis
+from wurk_django.core.errors import WurkError
+
+
+class Command(BaseCommand):
+    help = ("Start, stop or show the embedded redis-server that REDIS_URL = 'embedded' uses "
+            "(its socket and data live in <project>/.wurk/redis/).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("action", choices=("start", "stop", "status"))
+
+    def handle(self, *args, action, **options):
+        folder = embedded_redis.project_folder(conf.project_dir())
+        try:
+            if action == "start":
+                embedded_redis.ensure_server(folder)
+            elif action == "stop":
+                if not embedded_redis.stop_server(folder):
+                    self.stdout.write(f"No embedded Redis is running in {folder}")
+                    return
+                self.stdout.write(f"Stopped the embedded Redis in {folder}")
+                return
+            status = embedded_redis.server_status(folder)
+        except WurkError as exc:
+            raise CommandError(f"wurk_redis: {exc}") from None
+        if status["running"]:
+            self.stdout.write(f"Embedded Redis {status['version']} is running (pid "
+                              f"{status['pid']}) at {status['url']}")
+        else:
+            self.stdout.write(f"No embedded Redis is running in {folder}")
