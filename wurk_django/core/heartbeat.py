@@ -1,7 +1,6 @@
 """Process registration: the heartbeat, busy snapshot, remote signals and cleanup (wire §7)."""
 
 import logging
-import threading
 import time
 
 from . import keys
@@ -9,6 +8,7 @@ from .identity import rss_kb
 from .payload import dumps
 from .redis import REDIS_ERRORS
 from .stats import flush_counters
+from .timer_loop import TimerLoop
 
 logger = logging.getLogger("wurk")
 
@@ -27,26 +27,17 @@ class Heartbeat:
         self.config = launcher.config
         self.connection = launcher.connection
         self.identity = launcher.identity
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = TimerLoop("wurk-heartbeat", self.config.heartbeat_interval_s, self.beat)
         self._rtt_readings: list[int] = []
         self._failing = False
 
     def start(self) -> None:
+        """Beat once now (so the process shows up at once), then every interval."""
         self.beat()
-        self._thread = threading.Thread(target=self._loop, name="wurk-heartbeat", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.config.heartbeat_interval_s):
-            self.beat()
-
-    def stop(self, timeout_s: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-            if not self._thread.is_alive():
-                self._thread = None
+    def stop(self) -> None:
+        self._loop.stop()
 
     def beat(self) -> None:
         """One beat; every failure is logged and the next beat tries again."""

@@ -2,7 +2,6 @@
 
 import logging
 import random
-import threading
 import time
 
 from . import keys
@@ -10,6 +9,7 @@ from .heartbeat import cleanup_processes
 from .payload import loads
 from .redis import REDIS_ERRORS
 from .retry import send_to_dead
+from .timer_loop import TimerLoop
 
 logger = logging.getLogger("wurk")
 
@@ -61,34 +61,35 @@ class Poller:
         self.config = config
         self.connection = connection
         self.enqueuer = Enqueuer(config, connection, client)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._cleaned_up = False
+        self._loop = TimerLoop("wurk-poller", self.random_poll_interval_s, self.tick,
+                               on_error=self._report, first_wait_s=self.initial_wait_s)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="wurk-poller", daemon=True)
-        self._thread.start()
+        self.enqueuer.done = False
+        self._loop.start()
 
     def terminate(self) -> None:
         self.enqueuer.done = True
-        self._stop.set()
+        self._loop.terminate()
 
-    def join(self, timeout_s: float = 5.0) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout_s)
+    def join(self) -> None:
+        self._loop.stop()
 
-    def _run(self) -> None:
-        if self._stop.wait(self.initial_wait_s()):
-            return
-        self._guarded(cleanup_processes, self.connection)
-        while not self._stop.is_set():
-            self._guarded(self.enqueuer.enqueue_jobs)
-            self._stop.wait(self.random_poll_interval_s())
+    def tick(self) -> None:
+        if not self._cleaned_up:
+            self._cleaned_up = True
+            self._guarded(cleanup_processes, self.connection)
+        self.enqueuer.enqueue_jobs()
+
+    def _report(self, exc: BaseException) -> None:
+        self.config.handle_exception(exc, {"context": "scheduled poller"})
 
     def _guarded(self, fn, *args) -> None:
         try:
             fn(*args)
         except Exception as exc:  # Redis down or a bad member: report, try next tick
-            self.config.handle_exception(exc, {"context": "scheduled poller"})
+            self._report(exc)
 
     def initial_wait_s(self) -> float:
         """10 s plus up to 5 s of jitter, so a fleet restarting at once spreads out.
