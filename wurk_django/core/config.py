@@ -22,6 +22,16 @@ ROUTABLE_QUEUE = re.compile(r"^[a-z_:.\-0-9]+$", re.IGNORECASE)
 logger = logging.getLogger("wurk")
 
 
+def parse_queues(entries, owner: str = "queues") -> tuple[tuple[str, int], ...]:
+    """Parse a list of queue entries; a bare string would be read one letter per queue."""
+    if isinstance(entries, str):
+        raise ConfigurationError(f"{owner} must be a list of entries, not one string")
+    queues = tuple(parse_queue(entry) for entry in entries)
+    if not queues:
+        raise ConfigurationError(f"{owner} must name at least one queue")
+    return queues
+
+
 def parse_queue(entry) -> tuple[str, int]:
     """Read `"name"`, `"name,weight"` or `("name", weight)` into `(name, weight)`."""
     if isinstance(entry, (tuple, list)) and len(entry) == 2:
@@ -174,11 +184,7 @@ class Config:
             raise ConfigurationError(f"fetch must be one of {FETCH_MODES}, got {self.fetch!r}")
         if not isinstance(self.redis_url, str) or not self.redis_url:
             raise ConfigurationError("redis_url must be a non-empty string")
-        if isinstance(self.queues, str):
-            raise ConfigurationError("queues must be a list of entries, not one string")
-        set_(self, "queues", tuple(parse_queue(q) for q in self.queues))
-        if not self.queues:
-            raise ConfigurationError("queues must name at least one queue")
+        set_(self, "queues", parse_queues(self.queues))
         set_(self, "labels", frozenset(self.labels))
         set_(self, "default_job_options", {**DEFAULT_JOB_OPTIONS, **self.default_job_options})
         if not str(self.default_job_options.get("queue") or ""):
@@ -194,9 +200,7 @@ class Config:
                 raise ConfigurationError(f"capsule {name!r} needs a 'queues' list")
             concurrency = _positive_int(f"capsule {name!r} concurrency",
                                         spec.get("concurrency", 1))
-            queues = tuple(parse_queue(q) for q in spec["queues"])
-            if not queues:
-                raise ConfigurationError(f"capsule {name!r} must name at least one queue")
+            queues = parse_queues(spec["queues"], f"capsule {name!r}")
             capsules.append(Capsule(name, concurrency, queues))
         return tuple(capsules)
 
@@ -205,10 +209,19 @@ class Config:
         return cls(redis_url=url, **options)
 
     def replace(self, **changes) -> "Config":
-        """Return a copy with `changes`; `default_job_options` merges, as Sidekiq's does."""
-        if "default_job_options" in changes:
-            changes["default_job_options"] = {**self.default_job_options,
-                                              **changes["default_job_options"]}
+        """Return a copy with `changes`; `default_job_options` merges, as Sidekiq's does.
+
+        The copy gets its own hook lists and chains: a launcher seals the copy it runs,
+        and hooks added to the original later must not reach into it.
+        """
+        changes["default_job_options"] = {**self.default_job_options,
+                                          **changes.get("default_job_options", {})}
+        changes.setdefault("error_handlers", list(self.error_handlers))
+        changes.setdefault("death_handlers", list(self.death_handlers))
+        changes.setdefault("lifecycle_events",
+                           {event: list(hs) for event, hs in self.lifecycle_events.items()})
+        changes.setdefault("client_middleware", self.client_middleware.copy())
+        changes.setdefault("server_middleware", self.server_middleware.copy())
         return dataclasses.replace(self, **changes)
 
     @property
