@@ -4,19 +4,17 @@ from .payload import dumps, loads
 from .registry import REGISTRY
 
 
-def execute(job: dict, config, chain) -> None:
-    """Instantiate the job's task and run `perform` inside a server middleware chain."""
+def execute(job: dict, config, chain) -> bool:
+    """Run `perform` inside a server middleware chain; False if a middleware halted it."""
     task = REGISTRY.get(job["class"])
     instance = task()
     instance.jid = job.get("jid")
 
     def perform():
-        return instance.perform(*job["args"])
+        instance.perform(*job["args"])
+        return True  # perform's own return value must not read as a halt
 
-    if len(chain):
-        chain.invoke(config, (instance, job, job["queue"]), perform)
-    else:
-        perform()
+    return bool(chain.invoke(config, (instance, job, job.get("queue")), perform))
 
 
 def run_inline(item: dict, config=None) -> bool | None:
@@ -31,5 +29,6 @@ def run_inline(item: dict, config=None) -> bool | None:
     job = client.prepare(client.normalize(item))
     if job is None:
         return None
-    execute(loads(dumps(job)), client.config, client.config.server_middleware)
+    if not execute(loads(dumps(job)), client.config, client.config.server_middleware):
+        return None
     return True

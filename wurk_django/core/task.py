@@ -65,7 +65,10 @@ class Job:
         for key in _CALLABLE_OPTIONS:
             if merged.get(key) is not None:
                 setattr(cls, key, staticmethod(merged[key]))
-        cls.wire_name = str(merged.get("name") or owner)
+        # Options are inherited, the wire name is not: a subclass of `HardJob` must not
+        # claim the name "HardJob" too.
+        own_name = (cls.__dict__.get("wurk_options") or {}).get("name")
+        cls.wire_name = str(own_name or owner)
         cls.resolved_options = {k: v for k, v in merged.items() if k not in TRANSIENT_KEYS}
         cls.task_options = merged
         REGISTRY.register(cls.wire_name, cls)
@@ -123,6 +126,11 @@ class Job:
     @classmethod
     def perform_one(cls) -> None:
         testmode.perform_one(cls.wire_name)
+
+    @classmethod
+    def process_job(cls, job: dict) -> None:
+        """Run one job dict as this task, through the testing server chain."""
+        testmode.process_job({**job, "class": cls.wire_name})
 
     @classmethod
     def clear_all(cls) -> None:
@@ -245,6 +253,9 @@ class TaskFunction:
 
     def perform_one(self) -> None:
         self.job_class.perform_one()
+
+    def process_job(self, job: dict) -> None:
+        self.job_class.process_job(job)
 
 
 def wurk_task(function: Callable | None = None, /, **options: Any):
