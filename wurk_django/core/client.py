@@ -1,18 +1,27 @@
 """Pushing jobs: normalise, run client middleware, check arguments, write to Redis."""
 
+from datetime import timedelta
+
 from . import keys, testmode
 from .config import Config, get_default_config
 from .errors import JobArgumentError
 from .payload import TRANSIENT_KEYS, check_args, dumps, new_jid, now_ms, scheduled_at
 from .redis import RedisConnection, connection_for
 from .registry import REGISTRY
-from .task import RETRY_FOR_MAX, task_class
+from .task import retry_for_seconds, task_class
 
 DEFAULT_BATCH_SIZE = 1000
 
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _retry_for(value) -> int:
+    """Whole seconds from a number or a timedelta; above 10^9 is rejected (wire §4.2)."""
+    if not (_is_number(value) or isinstance(value, timedelta)):
+        raise JobArgumentError(f"retry_for must be seconds or a timedelta, got {value!r}")
+    return retry_for_seconds(value)
 
 
 class Client:
@@ -36,8 +45,8 @@ class Client:
         With a `push_deferrer` (Django's on-commit hook) the push may wait for the
         surrounding transaction; the jid is known now and returned at once.
         """
+        job = self.normalize(item)  # first: it rejects an item that is not a dict
         transactional = item.get("transactional", item.get("on_commit"))
-        job = self.normalize(item)
         deferrer = self.config.push_deferrer
         if deferrer is not None and transactional is not False:
             check_args(job["args"], self.config.on_complex_arguments)  # fail at the call site
@@ -57,6 +66,8 @@ class Client:
 
         Each slice of `batch_size` jobs is one pipeline, one round trip.
         """
+        if not isinstance(item, dict):
+            raise JobArgumentError(f"push_bulk needs a dict with 'class' and 'args': {item!r:.200}")
         item = dict(item)
         batch_size = item.pop("batch_size", DEFAULT_BATCH_SIZE)
         args_list = item.get("args")
@@ -70,7 +81,9 @@ class Client:
             if len(at) != len(args_list):
                 raise JobArgumentError(f"'at' has {len(at)} times for {len(args_list)} jobs; "
                                        f"give one number or one per job")
-        elif at is not None and not _is_number(at):
+        # Checked up front: a bad time in a later slice must not leave earlier ones pushed.
+        if at is not None and not all(_is_number(t) for t in (at if isinstance(at, list)
+                                                               else [at])):
             raise JobArgumentError("'at' must be epoch seconds or a list of them")
         if "jid" in item and len(args_list) != 1:
             raise JobArgumentError("a jid may be given only when pushing exactly one job")
@@ -118,8 +131,6 @@ class Client:
             raise JobArgumentError(f"'at' must be epoch seconds, got {item['at']!r}")
         if "tags" in item and not isinstance(item["tags"], list):
             raise JobArgumentError("'tags' must be a list of strings")
-        if _is_number(item.get("retry_for")) and item["retry_for"] > RETRY_FOR_MAX:
-            raise JobArgumentError(f"retry_for must be at most {RETRY_FOR_MAX} seconds")
 
         task = task_class(item["class"])
         if task is None:
@@ -147,7 +158,7 @@ class Client:
         if not job.get("jid"):
             job["jid"] = new_jid()
         if job.get("retry_for") is not None:
-            job["retry_for"] = int(job["retry_for"])
+            job["retry_for"] = _retry_for(job["retry_for"])
         job.setdefault("created_at", now_ms())
         return job
 
