@@ -1,6 +1,8 @@
 """Django settings for the test suite. Redis comes from WURK_REDIS_URL, which the suite
 sets to its private server before any test runs."""
 
+import os
+import tempfile
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent
@@ -33,8 +35,11 @@ TEMPLATES = [{
         "django.contrib.messages.context_processors.messages",
     ]},
 }]
-DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3",
-                         "NAME": str(BASE_DIR / "test-db.sqlite3"),
-                         "TEST": {"NAME": str(BASE_DIR / "test-db.sqlite3")}}}
+# One SQLite file per test run, shared with the worker processes the run starts (they
+# inherit the variable), so concurrent runs never step on each other's database.
+TEST_DB = os.environ.setdefault(
+    "WURK_TEST_DB", os.path.join(tempfile.gettempdir(), f"wurk-test-{os.getpid()}.sqlite3"))
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": TEST_DB,
+                         "TEST": {"NAME": TEST_DB}, "OPTIONS": {"timeout": 20}}}
 STATIC_URL = "/static/"
 WURK = {"QUEUES": ["default"], "CONCURRENCY": 2}

@@ -58,7 +58,7 @@ def test_flags_override_settings_and_the_banner_says_so(start_django_worker, red
     worker.wait_for_log("Wurk 0.1.0 starting")
     banner = next(line for line in worker.log().splitlines() if "starting" in line)
     assert "3 threads on critical,2, django (weighted)" in banner
-    assert "fetch basic" in banner
+    assert "fetch reliable" in banner
     assert "hunter2" not in banner and ":****@127.0.0.1" in banner
     [identity] = wait_until(lambda: redis_client.smembers(keys.PROCESSES), 15, message="beat")
     info = json.loads(redis_client.hget(identity, "info"))

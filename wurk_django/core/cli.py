@@ -26,7 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds to let running jobs finish at shutdown (default 25)")
     parser.add_argument("-g", "--tag", help="a tag shown beside this process in the UI")
     parser.add_argument("--label", action="append", default=[], help="a label; repeatable")
-    parser.add_argument("--fetch", default="basic", help="fetch strategy (default basic)")
+    parser.add_argument("--fetch", choices=("reliable", "basic"), default="reliable",
+                        help="reliable (default: no job lost if the process dies) or basic "
+                             "(Sidekiq OSS's BRPOP)")
     parser.add_argument("--poll-interval", type=float, default=None,
                         help="average seconds between scheduled/retry polls")
     parser.add_argument("--heartbeat-interval", type=float, default=10,

@@ -15,7 +15,7 @@ DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 DEFAULT_JOB_OPTIONS = {"retry": True, "queue": "default"}
 LIFECYCLE_EVENTS = ("startup", "quiet", "shutdown", "exit", "heartbeat", "beat")
 ONE_SHOT_EVENTS = ("startup", "quiet", "shutdown", "exit")
-FETCH_MODES = ("basic",)
+FETCH_MODES = ("reliable", "basic")
 # The Sidekiq web UI routes only these queue names.
 ROUTABLE_QUEUE = re.compile(r"^[a-z_:.\-0-9]+$", re.IGNORECASE)
 
@@ -152,7 +152,7 @@ class Config:
     tag: str = field(default_factory=_default_tag)
     skip_default_job_logging: bool = False
     verbose: bool = False
-    fetch: str = "basic"
+    fetch: str = "reliable"
     reloader: Callable[[Callable[[], Any]], Any] = _run_directly
     client_middleware: Chain = field(default_factory=Chain)
     server_middleware: Chain = field(default_factory=Chain)

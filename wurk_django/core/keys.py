@@ -12,11 +12,25 @@ PROCESS_CLEANUP = "process_cleanup"
 STAT_PROCESSED = "stat:processed"
 STAT_FAILED = "stat:failed"
 
+PAUSED = "paused"
+REAPER_LOCK = "super_fetch:reaper"
+REAPER_FULL_LOCK = "super_fetch:reaper:full"
+
 SORTED_SETS = (SCHEDULE, RETRY, DEAD)
 
 
 def queue(name: str) -> str:
     return QUEUE_PREFIX + name
+
+
+def private_queue(name: str, host: str, pid: int, nonce: str) -> str:
+    """A process's in-flight list for a queue: `queue:<q>|<host>|<pid>|<nonce>|0`."""
+    return f"{QUEUE_PREFIX}{name}|{host}|{pid}|{nonce}|0"
+
+
+def recovered(jid: str) -> str:
+    """How often the reaper reclaimed a job without it finishing (poison pills)."""
+    return f"super_fetch:recovered:{jid}"
 
 
 def work(identity: str) -> str:
@@ -52,3 +66,9 @@ def deploy_marks(at: datetime) -> str:
 
 def deploy_lock(label: str) -> str:
     return f"deploylock-{label}"
+
+
+def task_result(jid: str) -> str:
+    # Wurk only: Sidekiq has no result store. The django.tasks backend keeps one JSON
+    # record per jid here, with a TTL (wurk_django/tasks_backend).
+    return f"wurk:task-result:{jid}"

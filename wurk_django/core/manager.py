@@ -41,6 +41,7 @@ class Manager:
             return
         logger.info("Terminating quiet threads for %s capsule", self.capsule.name)
         self.done.set()
+        self.fetcher.quiet()
 
     def busy(self) -> list[Processor]:
         return [p for p in self.processors if p.thread is not None and p.thread.is_alive()]
@@ -53,10 +54,11 @@ class Manager:
         self._flush_fetcher()
         if self.busy():
             self.hard_shutdown()
+        self.fetcher.close()
 
     def _flush_fetcher(self) -> None:
         try:
-            self.fetcher.flush()
+            self.fetcher.flush_acks()
         except Exception as exc:
             self.config.handle_exception(exc, {"context": "Flushing acknowledgements"})
 

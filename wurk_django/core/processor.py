@@ -107,6 +107,7 @@ class Processor:
             send_to_dead(self.manager.connection, self.config, raw)
             unit.acknowledge()
             return
+        unit.jid = job.get("jid") if isinstance(job.get("jid"), str) else None
         manager = self.manager
         ack = False
         try:

@@ -2,12 +2,13 @@
 
 from .base import Fetcher, UnitOfWork
 from .basic import BasicFetch
+from .reliable import ReliableFetch
 
-FETCHERS = {"basic": BasicFetch}
+FETCHERS = {"basic": BasicFetch, "reliable": ReliableFetch}
 
 
 def fetcher_for(config, capsule, connection) -> Fetcher:
     return FETCHERS[config.fetch](config, capsule, connection)
 
 
-__all__ = ["Fetcher", "UnitOfWork", "BasicFetch", "fetcher_for"]
+__all__ = ["Fetcher", "UnitOfWork", "BasicFetch", "ReliableFetch", "fetcher_for"]

@@ -11,11 +11,12 @@ BLOCK_TIMEOUT_S = 2
 class UnitOfWork(ABC):
     """One fetched job: its queue, the payload bytes exactly as fetched, and its fate."""
 
-    __slots__ = ("queue", "job")
+    __slots__ = ("queue", "job", "jid")
 
     def __init__(self, queue: str, job: bytes):
         self.queue = queue
         self.job = job
+        self.jid: str | None = None  # set by the processor once the payload parses
 
     @property
     def queue_name(self) -> str:
@@ -46,8 +47,14 @@ class Fetcher(ABC):
     def bulk_requeue(self, units: list[UnitOfWork]) -> None:
         """Put unfinished jobs back at the fetching end of their queues (shutdown)."""
 
-    def flush(self) -> None:
-        """Send any acknowledgements still buffered (quiet, stop, before blocking)."""
+    def flush_acks(self) -> None:
+        """Send every acknowledgement still held back (quiet, stop, shutdown)."""
+
+    def quiet(self) -> None:
+        """Stop handing out work; called once when the process quiets."""
+
+    def close(self) -> None:
+        """Release connections of the fetcher's own."""
 
     def queue_order(self) -> list[str]:
         """Strict: configured order. Weighted and random: a weighted shuffle, re-drawn
