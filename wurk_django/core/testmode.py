@@ -33,10 +33,13 @@ def set_mode(mode: str) -> None:
     _global_mode = _check(mode)
 
 
-@contextlib.contextmanager
 def mode(name: str):
     """Use a mode in this thread for the block; blocks do not nest."""
-    _check(name)
+    return _mode_block(_check(name))  # checked now, not when the block is entered
+
+
+@contextlib.contextmanager
+def _mode_block(name: str):
     if getattr(_local, "mode", None) is not None:
         raise TestModeAlreadySetError(f"already in testing mode {_local.mode!r}")
     _local.mode = name
