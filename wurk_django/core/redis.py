@@ -1,6 +1,7 @@
 """Redis connections: pools, the retry rules for reads and writes, and Lua scripts."""
 
 import logging
+import re
 import threading
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -18,25 +19,26 @@ LUA_DIR = Path(__file__).with_name("lua")
 # Errors that mean "the connection is gone", not "Redis refused the command".
 CONNECTION_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 REDIS_ERRORS = (redis.exceptions.RedisError, RedisUnavailableError)
-# Replies after a fail-over: the write was refused, so sending it again is safe.
-_FAILOVER_MARKERS = ("READONLY", "NOREPLICAS", "UNBLOCKED")
+# Replies after a fail-over: the write was refused, so sending it again is safe. A
+# pipeline prefixes the reply with "Command # n (...) of pipeline caused error: ".
+_FAILOVER_REPLY = re.compile(r"(?:^|caused error: )(?:READONLY|NOREPLICAS|UNBLOCKED)\b")
+_QUERY_PASSWORD = re.compile(r"(?<=[?&]password=)[^&]*")
 
 
 def mask_url(url: str) -> str:
-    """Hide the password in a Redis URL so it can be logged."""
+    """Hide the password in a Redis URL, in the user part or the query, so it can be logged."""
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:****@{host}"))
+    if parts.password is not None:
+        user_info, _, host = parts.netloc.rpartition("@")
+        user = user_info.partition(":")[0]
+        url = urlunsplit(parts._replace(netloc=f"{user}:****@{host}"))
+    return _QUERY_PASSWORD.sub("****", url)
 
 
 def is_failover_error(exc: BaseException) -> bool:
-    return isinstance(exc, redis.exceptions.ResponseError) and str(exc).startswith(
-        _FAILOVER_MARKERS) or isinstance(exc, redis.exceptions.ReadOnlyError)
+    return isinstance(exc, redis.exceptions.ReadOnlyError) or (
+        isinstance(exc, redis.exceptions.ResponseError)
+        and _FAILOVER_REPLY.search(str(exc)) is not None)
 
 
 class RedisConnection:
@@ -77,13 +79,15 @@ class RedisConnection:
             return fn(*args, **kwargs)
         except redis.exceptions.RedisError as exc:
             if not is_failover_error(exc):
-                raise translate(exc, self.masked_url) from exc
+                raise_translated(exc, self.masked_url)
             logger.warning("Redis refused a write during fail-over (%s); reconnecting", exc)
-            self.pool.disconnect()
+            # Idle sockets still point at the old primary. Connections other threads are
+            # using are left alone: closing them could fail a write already sent.
+            self.pool.disconnect(inuse_connections=False)
         try:
             return fn(*args, **kwargs)
         except redis.exceptions.RedisError as exc:
-            raise translate(exc, self.masked_url) from exc
+            raise_translated(exc, self.masked_url)
 
     def script(self, name: str):
         """Return the Lua script `lua/<name>.lua`; called by SHA, reloaded on NOSCRIPT."""
@@ -109,6 +113,14 @@ def translate(exc: BaseException, where: str) -> Exception:
     if isinstance(exc, CONNECTION_ERRORS):
         return RedisUnavailableError(f"Redis at {where}: {exc}")
     return exc if isinstance(exc, Exception) else RuntimeError(str(exc))
+
+
+def raise_translated(exc: BaseException, where: str):
+    """Raise `exc` as a Wurk error, keeping it as the cause, or as it is."""
+    translated = translate(exc, where)
+    if translated is exc:
+        raise exc  # `raise exc from exc` would make the error its own cause
+    raise translated from exc
 
 
 _connections: dict[tuple, RedisConnection] = {}
