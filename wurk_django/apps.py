@@ -18,3 +18,5 @@ class WurkConfig(AppConfig):
         # Settings are read on first use (a push, a worker), never here at start-up.
         set_default_config_factory(build_config)
         autodiscover_modules("tasks")
+        from .embedded import start_if_serving
+        start_if_serving()  # WURK["EMBEDDED"]: only in web-serving processes, once
