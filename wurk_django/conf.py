@@ -56,6 +56,7 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "AVERAGE_SCHEDULED_POLL_INTERVAL": ("average_scheduled_poll_interval_s",
                                         _seconds("AVERAGE_SCHEDULED_POLL_INTERVAL")),
     "HEARTBEAT_INTERVAL": ("heartbeat_interval_s", _seconds("HEARTBEAT_INTERVAL")),
+    "REAPER_INTERVAL": ("reaper_interval_s", _seconds("REAPER_INTERVAL")),
     "MAX_RETRIES": ("max_retries", _identity),
     "DEAD_MAX_JOBS": ("dead_max_jobs", _identity),
     "DEAD_TIMEOUT": ("dead_timeout_in_seconds", _identity),

@@ -33,6 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="average seconds between scheduled/retry polls")
     parser.add_argument("--heartbeat-interval", type=float, default=10,
                         help="seconds between heartbeats (default 10)")
+    parser.add_argument("--reaper-interval", type=float, default=60,
+                        help="seconds between sweeps for jobs of dead processes (default 60)")
+    parser.add_argument("-p", "--processes", type=int, default=1,
+                        help="worker processes to fork (default 1: no supervisor)")
+    parser.add_argument("--max-memory-mb", type=float, default=None,
+                        help="replace a worker process whose memory grows past this")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG")
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument("--logfile", help="write logs to this file instead of stdout")
@@ -49,6 +55,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         fetch=args.fetch,
         poll_interval_average_s=args.poll_interval,
         heartbeat_interval_s=args.heartbeat_interval,
+        reaper_interval_s=args.reaper_interval,
     )
     if args.redis_url:
         options["redis_url"] = args.redis_url
@@ -68,7 +75,7 @@ def main(argv=None) -> int:
         for module in args.require:
             importlib.import_module(module)
         config = config_from_args(args)
-        return runner.run(config)
+        return runner.serve(config, processes=args.processes, max_memory_mb=args.max_memory_mb)
     except (WurkError, ConfigurationError, ImportError) as exc:
         print(f"wurk: {exc}", file=sys.stderr)
         return 1

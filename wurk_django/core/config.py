@@ -138,6 +138,7 @@ class Config:
     poll_interval_average_s: float | None = None
     average_scheduled_poll_interval_s: float = 5
     heartbeat_interval_s: float = 10
+    reaper_interval_s: float = 60
     max_retries: int = 25
     dead_max_jobs: int = 10_000
     dead_timeout_in_seconds: int = 15_552_000
@@ -173,6 +174,8 @@ class Config:
             _non_negative_number("poll_interval_average_s", self.poll_interval_average_s)
         if self.heartbeat_interval_s <= 0:
             raise ConfigurationError("heartbeat_interval_s must be > 0")
+        if self.reaper_interval_s <= 0:
+            raise ConfigurationError("reaper_interval_s must be > 0")
         _positive_int("max_retries", self.max_retries, 0)
         _positive_int("dead_max_jobs", self.dead_max_jobs)
         _positive_int("dead_timeout_in_seconds", self.dead_timeout_in_seconds)

@@ -5,7 +5,7 @@ import secrets
 import socket
 import threading
 
-_nonce: tuple[int, str] | None = None
+_nonce: str | None = None
 
 
 def hostname() -> str:
@@ -13,12 +13,17 @@ def hostname() -> str:
 
 
 def process_nonce() -> str:
-    """Six random bytes as hex, made once per OS process; a forked child makes its own."""
+    """Six random bytes as hex, made once per process image.
+
+    Forked children (`--processes N`) inherit it, as Sidekiq Pro's do (pro §1.1): a
+    list owner with our host and nonce lives in our PID namespace, so the reaper may
+    ask the OS whether its pid is alive instead of waiting for its heartbeat to expire.
+    The pid keeps each child's identity unique.
+    """
     global _nonce
-    pid = os.getpid()
-    if _nonce is None or _nonce[0] != pid:
-        _nonce = (pid, secrets.token_hex(6))
-    return _nonce[1]
+    if _nonce is None:
+        _nonce = secrets.token_hex(6)
+    return _nonce
 
 
 def process_identity() -> str:

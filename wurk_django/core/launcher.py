@@ -7,6 +7,7 @@ import threading
 import time
 
 from .client import Client
+from .fetch.reaper import Reaper
 from .heartbeat import Heartbeat
 from .identity import hostname, process_identity
 from .manager import Manager
@@ -36,6 +37,10 @@ class Launcher:
                          for capsule in config.capsules_]
         self.poller = Poller(config, self.connection, Client(config, self.connection))
         self.heartbeat = Heartbeat(self)
+        self.reaper = None
+        if config.fetch == "reliable":
+            served = list(dict.fromkeys(n for c in config.capsules_ for n in c.queue_names))
+            self.reaper = Reaper(config, self.connection, served)
         self.info_json = dumps(self.info())
         self.quieting = False
         self.stopping = False
@@ -67,6 +72,10 @@ class Launcher:
         """Start every thread and return; the caller waits for signals or `stopped`."""
         self.config.seal()
         self.heartbeat.start()
+        if self.reaper is not None:
+            self.reaper.start()
+        if self.quieting:
+            return  # booted quiet: register and reap, but fetch nothing
         for manager in self.managers:
             manager.start()
         self.poller.start()
@@ -101,6 +110,8 @@ class Launcher:
         for stopper in stoppers:
             stopper.join()
         self.poller.join()
+        if self.reaper is not None:
+            self.reaper.stop()
         self.heartbeat.stop()
         self.heartbeat.clear()
         self._flush_metrics()

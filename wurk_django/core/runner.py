@@ -37,8 +37,9 @@ class SignalPipe:
 
     def _handler(self, number, frame) -> None:
         name = signal.Signals(number).name[3:]
-        if name in ("INT", "TERM") and self.launcher.stopping:
-            # A second Ctrl-C (or TERM) while stopping: stop waiting for jobs.
+        if name == "INT" and self.launcher.stopping:
+            # A second Ctrl-C while stopping: stop waiting for jobs. A repeated TERM does
+            # not force: supervisors re-send TERM while their children drain.
             self.launcher.force()
         self.launcher.signal(name)
 
@@ -101,8 +102,11 @@ def check_redis(launcher: Launcher) -> None:
                        policy.decode())
 
 
-def run(config, *, install_signals: bool = True) -> int:
-    """Run a worker in this process until TERM/INT; return the exit status."""
+def run(config, *, install_signals: bool = True, start_quiet: bool = False) -> int:
+    """Run a worker in this process until TERM/INT; return the exit status.
+
+    `start_quiet` boots without fetching (a supervisor's TSTP is sticky for new children).
+    """
     launcher = Launcher(config)
     pipe = SignalPipe(launcher)
     if install_signals:
@@ -113,6 +117,8 @@ def run(config, *, install_signals: bool = True) -> int:
             return 0
         check_redis(launcher)
         config.fire_event("startup", reraise=True)
+        if start_quiet:
+            launcher.quiet()
         launcher.run()
         while not launcher.stopped.is_set():
             pipe.wait(1.0)
@@ -140,3 +146,19 @@ def handle_signal(launcher: Launcher, name: str) -> None:
     else:
         logger.warning("Ignoring unknown signal %s", name)
     sys.stdout.flush()
+
+
+def serve(config, *, processes: int = 1, max_memory_mb: float | None = None,
+          before_fork=()) -> int:
+    """Run one worker here, or a supervisor with `processes` forked workers."""
+    if processes < 1:
+        raise ConfigurationError(f"processes must be at least 1, got {processes}")
+    if processes == 1 and not max_memory_mb:
+        return run(config)
+    from .supervisor import Supervisor
+
+    def child_main(child_config, quiet: bool) -> int:
+        return run(child_config, start_quiet=quiet)
+
+    return Supervisor(config, processes, child_main, max_memory_mb=max_memory_mb,
+                      before_fork=before_fork).run()

@@ -1,0 +1,70 @@
+"""Poison pills: a job reclaimed three times without finishing goes to the dead set (pro §3)."""
+
+import logging
+
+from . import keys
+from .payload import dumps, loads
+from .retry import run_death_handlers, send_to_dead
+
+logger = logging.getLogger("wurk")
+
+RECOVERED_TTL_S = 259_200  # 72 h, refreshed at every reclaim
+POISON_CAP = 3
+
+
+class Poisoned(Exception):
+    """The job was reclaimed from dead workers too often; it is probably killing them."""
+
+
+def is_poison(count: int) -> bool:
+    """The cap, kept in one place: the third reclaim within 72 h is one too many."""
+    return count >= POISON_CAP
+
+
+def bump(connection, jid: str) -> int:
+    """Count one more reclaim. Never retried: a double bump could kill a healthy job."""
+    pipe = connection.pipeline()
+    pipe.incr(keys.recovered(jid))
+    pipe.expire(keys.recovered(jid), RECOVERED_TTL_S)
+    return int(pipe.execute()[0])
+
+
+def recovery_count(connection, jid: str) -> int:
+    value = connection.read(connection.client.get, keys.recovered(jid))
+    return int(value) if value else 0
+
+
+def clear(connection, jid: str) -> None:
+    if jid:
+        connection.client.delete(keys.recovered(jid))
+
+
+def kill(connection, config, raw: bytes, job: dict, count: int, queue: str) -> None:
+    """Move a poison pill from its public queue to `dead`, stamped with the reason."""
+    exc = Poisoned(f"{job.get('class')} was recovered {count} times without completing "
+                   f"(it may be crashing its worker)")
+    job = dict(job)
+    job["error_class"] = "wurk_django.core.poison.Poisoned"
+    job["error_message"] = str(exc)
+    logger.warning("Poison pill %s (%s) sent to the dead set after %d reclaims",
+                   job.get("jid"), job.get("class"), count)
+    send_to_dead(connection, config, dumps(job))
+    # The reclaim put it on the fetch end (the right); remove that copy.
+    connection.client.lrem(keys.queue(queue), -1, raw)
+    run_death_handlers(config, job, exc)
+
+
+def check_reclaimed(connection, config, raw: bytes, queue: str) -> bool:
+    """After a reclaim: count it and kill the job past the cap. True if it was killed."""
+    try:
+        job = loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return False  # unparseable: the worker sends it to `dead` itself, no counter
+    jid = job.get("jid") if isinstance(job, dict) else None
+    if not isinstance(jid, str) or not jid:
+        return False
+    count = bump(connection, jid)
+    if not is_poison(count):
+        return False
+    kill(connection, config, raw, job, count, queue)
+    return True

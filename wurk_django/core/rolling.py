@@ -1,0 +1,111 @@
+"""Rolling restart: replace a supervisor's children one at a time (ent §7.3).
+
+A non-blocking state machine advanced one phase per supervisor tick: fork the
+replacement, wait for its first heartbeat, TERM the old child, wait for it to exit,
+then the next slot. At least N-1 children keep serving throughout.
+"""
+
+import logging
+import signal
+import time
+
+logger = logging.getLogger("wurk")
+
+HEARTBEAT_WAIT_S = 30.0
+EXIT_GRACE_S = 5.0
+
+
+class RollingRestart:
+    def __init__(self, supervisor):
+        self.supervisor = supervisor
+        self.queue: list = []
+        self.slot = None
+        self.phase: str | None = None
+        self.old_pid: int | None = None
+        self.new_pid: int | None = None
+        self.since = 0.0
+        self.killed = False
+
+    def request_all(self) -> None:
+        for slot in self.supervisor.slots:
+            self.request(slot)
+
+    def request(self, slot) -> None:
+        if not self.busy_with(slot):
+            self.queue.append(slot)
+
+    def busy_with(self, slot) -> bool:
+        return slot is self.slot or slot in self.queue
+
+    def step(self) -> None:
+        if self.phase is None:
+            self._begin_next()
+        elif self.phase == "await_heartbeat":
+            self._await_heartbeat()
+        elif self.phase == "await_exit":
+            self._await_exit()
+
+    def _begin_next(self) -> None:
+        while self.queue:
+            slot = self.queue.pop(0)
+            if slot.pid is None:
+                continue  # already dead: the normal respawn replaces it
+            self.slot, self.old_pid = slot, slot.pid
+            slot.old_pids.append(slot.pid)
+            slot.pid = None
+            self.new_pid = self.supervisor.fork(slot)
+            if self.new_pid is None:  # fork failed: keep the old child
+                self._keep_old("the fork failed")
+                return
+            self.phase, self.since = "await_heartbeat", time.monotonic()
+            return
+
+    def _await_heartbeat(self) -> None:
+        slot = self.slot
+        if slot.pid != self.new_pid:
+            self._keep_old(f"replacement {self.new_pid} died before its first heartbeat")
+            return
+        waited = time.monotonic() - self.since
+        if not self.supervisor.heartbeat_seen(self.new_pid):
+            if waited < HEARTBEAT_WAIT_S:
+                return
+            logger.warning("No heartbeat from %d after %.0f s; replacing %d anyway",
+                           self.new_pid, waited, self.old_pid)
+        logger.info("Rolling restart: %d is up; stopping %d", self.new_pid, self.old_pid)
+        _signal(self.old_pid, signal.SIGTERM)
+        self.phase, self.since, self.killed = "await_exit", time.monotonic(), False
+
+    def _await_exit(self) -> None:
+        slot = self.slot
+        if self.old_pid not in slot.old_pids:  # reaped by the supervisor
+            self._finish()
+            return
+        limit = self.supervisor.config.shutdown_timeout_s + EXIT_GRACE_S
+        if not self.killed and time.monotonic() - self.since > limit:
+            logger.warning("Worker process %d ignored TERM for %.0f s; SIGKILL", self.old_pid,
+                           limit)
+            _signal(self.old_pid, signal.SIGKILL)
+            self.killed = True
+
+    def _keep_old(self, reason: str) -> None:
+        slot = self.slot
+        logger.warning("Rolling restart of slot %d: %s; keeping process %d", slot.index,
+                       reason, self.old_pid)
+        if self.old_pid in slot.old_pids:
+            slot.old_pids.remove(self.old_pid)
+        if slot.pid is not None and slot.pid != self.old_pid:
+            slot.old_pids.append(slot.pid)  # a replacement that lives on is stopped below
+            _signal(slot.pid, signal.SIGTERM)
+        slot.pid = self.old_pid
+        self._finish()
+
+    def _finish(self) -> None:
+        self.slot = self.phase = self.old_pid = self.new_pid = None
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        import os
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,305 @@
+"""`--processes N`: a parent that forks N full workers and keeps them running (ent §7.2).
+
+The parent never fetches. It forks after the application is imported, so children
+share its memory copy-on-write; it restarts a child that dies, relays quiet and stop,
+replaces children one at a time on USR1 or when one outgrows `max_memory_mb`, and
+SIGKILLs a child still alive `timeout + 5 s` after a stop.
+"""
+
+import ctypes
+import logging
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+
+from . import keys
+from .identity import hostname, process_nonce
+from .redis import REDIS_ERRORS, close_connections, connection_for
+from .rolling import RollingRestart
+
+logger = logging.getLogger("wurk")
+
+TICK_S = 0.2
+BACKOFF_START_S = 1.0
+BACKOFF_MAX_S = 30.0
+LONG_LIVED_S = 30.0
+SHUTDOWN_GRACE_S = 5.0
+MEMORY_CHECK_INTERVAL_S = 10.0
+ORPHAN_CHECK_INTERVAL_S = 5.0
+RELAY_INTERVAL_S = 1.0
+PR_SET_PDEATHSIG = 1
+
+
+@dataclass
+class Slot:
+    index: int
+    pid: int | None = None
+    started: float = 0.0
+    backoff_s: float = BACKOFF_START_S
+    restart_at: float = 0.0
+    over_memory_since: float | None = None
+    old_pids: list = field(default_factory=list)
+
+
+class Supervisor:
+    """Forks and watches `processes` children, each running `child_main(config, quiet)`."""
+
+    def __init__(self, config, processes: int, child_main, *, max_memory_mb: float | None = None,
+                 before_fork=()):
+        self.config = config
+        self.slots = [Slot(index) for index in range(processes)]
+        self.child_main = child_main
+        self.max_memory_bytes = int(max_memory_mb * 1024 * 1024) if max_memory_mb else None
+        self.before_fork = list(before_fork)
+        self.pending: list[str] = []
+        self.quiet = False  # sticky: children forked after TSTP boot quiet
+        self.stopping = False
+        self.rolling = RollingRestart(self)
+        self._read_fd, self._write_fd = os.pipe()
+        os.set_blocking(self._write_fd, False)
+        self._last_memory_check = time.monotonic()
+
+    # --- signals ------------------------------------------------------------------
+
+    def _install_signals(self) -> None:
+        for name in ("TERM", "INT", "TSTP", "USR1", "USR2", "TTIN"):
+            signal.signal(getattr(signal, f"SIG{name}"), self._on_signal)
+
+    def _on_signal(self, number, frame) -> None:
+        self.pending.append(signal.Signals(number).name[3:])
+        try:
+            os.write(self._write_fd, b"!")
+        except BlockingIOError:
+            pass
+
+    def _wait_tick(self) -> None:
+        import select
+        ready, _, _ = select.select([self._read_fd], [], [], TICK_S)
+        if ready:
+            os.read(self._read_fd, 4096)
+
+    # --- main loop ---------------------------------------------------------------------
+
+    def run(self) -> int:
+        process_nonce()  # made before fork(), so every child shares it (see identity.py)
+        self._install_signals()
+        logger.info("Wurk supervisor %d starting %d worker processes", os.getpid(),
+                    len(self.slots))
+        for slot in self.slots:
+            self.fork(slot)
+        while not self.stopping:
+            self._wait_tick()
+            self._dispatch_signals()
+            if self.stopping:
+                break
+            self.reap()
+            self.respawn()
+            self.check_memory()
+            self.rolling.step()
+        return self.drain()
+
+    def _dispatch_signals(self) -> None:
+        while self.pending:
+            name = self.pending.pop(0)
+            if name in ("TERM", "INT"):
+                logger.info("Supervisor received %s; stopping every worker process", name)
+                self.stopping = True
+            elif name == "TSTP":
+                logger.info("Supervisor received TSTP; quieting every worker process")
+                self.quiet = True
+                self.relay(signal.SIGTSTP)
+            elif name == "USR1":
+                logger.info("Supervisor received USR1; rolling restart of %d processes",
+                            len(self.slots))
+                self.rolling.request_all()
+            elif name == "USR2":
+                self.relay(signal.SIGUSR2)
+            elif name == "TTIN":
+                self.relay(signal.SIGTTIN)
+
+    def child_pids(self) -> list[int]:
+        pids = [s.pid for s in self.slots if s.pid]
+        return pids + [pid for s in self.slots for pid in s.old_pids]
+
+    def relay(self, signum: int) -> None:
+        for pid in self.child_pids():
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
+    # --- forking ------------------------------------------------------------------------
+
+    def fork(self, slot: Slot) -> int | None:
+        """Start a child in `slot`; a failed fork re-arms the slot's back-off."""
+        close_connections()  # children must open their own sockets
+        for hook in self.before_fork:
+            hook()
+        parent = os.getpid()
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            logger.error("fork() failed for worker slot %d: %s", slot.index, exc)
+            self._schedule_restart(slot)
+            return None
+        if pid == 0:
+            self._become_child(parent)
+        slot.pid, slot.started = pid, time.monotonic()
+        logger.info("Started worker process %d in slot %d", pid, slot.index)
+        return pid
+
+    def _become_child(self, parent: int) -> None:
+        """Runs in the child: never returns."""
+        status = 1
+        try:
+            os.close(self._read_fd)
+            os.close(self._write_fd)
+            for name in ("TERM", "INT", "TSTP", "USR1", "USR2", "TTIN"):
+                signal.signal(getattr(signal, f"SIG{name}"), signal.SIG_DFL)
+            signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # rolling restarts are the parent's
+            _die_with_parent(parent)
+            status = self.child_main(self.config, self.quiet) or 0
+        except BaseException:
+            logger.exception("Worker process %d failed", os.getpid())
+        finally:
+            logging.shutdown()
+            os._exit(status)
+
+    # --- watching -----------------------------------------------------------------------
+
+    def reap(self) -> None:
+        for slot in self.slots:
+            for pid in list(slot.old_pids):
+                if self._exited(pid) is not None:
+                    slot.old_pids.remove(pid)
+            if slot.pid and (status := self._exited(slot.pid)) is not None:
+                lived = time.monotonic() - slot.started
+                logger.warning("Worker process %d (slot %d) exited with %s after %.1f s",
+                               slot.pid, slot.index, status, lived)
+                slot.pid = None
+                if lived > LONG_LIVED_S:
+                    slot.backoff_s = BACKOFF_START_S
+                self._schedule_restart(slot)
+
+    @staticmethod
+    def _exited(pid: int) -> str | None:
+        """Reap one known pid (never -1); a description of how it ended, or None."""
+        try:
+            reaped, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return "an unknown status (already reaped)"
+        if reaped == 0:
+            return None
+        if os.WIFSIGNALED(status):
+            return f"signal {signal.Signals(os.WTERMSIG(status)).name}"
+        return f"exit status {os.WEXITSTATUS(status)}"
+
+    def _schedule_restart(self, slot: Slot) -> None:
+        slot.restart_at = time.monotonic() + slot.backoff_s
+        logger.info("Restarting slot %d in %.0f s", slot.index, slot.backoff_s)
+        slot.backoff_s = min(slot.backoff_s * 2, BACKOFF_MAX_S)
+
+    def respawn(self) -> None:
+        now = time.monotonic()
+        for slot in self.slots:
+            if slot.pid is None and now >= slot.restart_at:
+                self.fork(slot)
+
+    def check_memory(self) -> None:
+        if self.max_memory_bytes is None:
+            return
+        now = time.monotonic()
+        if now - self._last_memory_check < MEMORY_CHECK_INTERVAL_S:
+            return
+        self._last_memory_check = now
+        for slot in self.slots:
+            rss = slot.pid and resident_bytes(slot.pid)
+            if rss and rss > self.max_memory_bytes and not self.rolling.busy_with(slot):
+                logger.warning("Worker process %d uses %.0f MB, over the %.0f MB limit; "
+                               "replacing it", slot.pid, rss / 2**20,
+                               self.max_memory_bytes / 2**20)
+                self.rolling.request(slot)
+
+    def heartbeat_seen(self, pid: int) -> bool:
+        identity = f"{hostname()}:{pid}:{process_nonce()}"
+        try:
+            connection = connection_for(self.config)
+            return bool(connection.read(connection.client.sismember, keys.PROCESSES, identity))
+        except REDIS_ERRORS:
+            return False
+
+    # --- stopping -----------------------------------------------------------------------
+
+    def drain(self) -> int:
+        """Relay TERM (again every second), SIGKILL after timeout + grace, reap all."""
+        deadline = time.monotonic() + self.config.shutdown_timeout_s + SHUTDOWN_GRACE_S
+        next_relay = 0.0
+        while self.child_pids():
+            now = time.monotonic()
+            if now >= deadline:
+                for pid in self.child_pids():
+                    logger.warning("Worker process %d still running; SIGKILL", pid)
+                    _kill(pid, signal.SIGKILL)
+                self._reap_killed()
+                break
+            if now >= next_relay:
+                self.relay(signal.SIGTERM)
+                next_relay = now + RELAY_INTERVAL_S
+            self._wait_tick()
+            self.pending.clear()
+            for slot in self.slots:
+                slot.old_pids = [p for p in slot.old_pids if self._exited(p) is None]
+                if slot.pid and self._exited(slot.pid) is not None:
+                    slot.pid = None
+        logger.info("Supervisor %d: every worker process has stopped", os.getpid())
+        return 0
+
+    def _reap_killed(self) -> None:
+        for _ in range(25):
+            for slot in self.slots:
+                slot.old_pids = [p for p in slot.old_pids if self._exited(p) is None]
+                if slot.pid and self._exited(slot.pid) is not None:
+                    slot.pid = None
+            if not self.child_pids():
+                return
+            time.sleep(0.01)
+
+
+def _kill(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def resident_bytes(pid: int) -> int:
+    """Resident memory of a process from /proc (Linux); 0 where unavailable."""
+    try:
+        with open(f"/proc/{pid}/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _die_with_parent(parent: int) -> None:
+    """A child must not outlive its supervisor: the kernel's parent-death signal where
+    there is one, and a watchdog thread everywhere."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def watch():
+        while True:
+            time.sleep(ORPHAN_CHECK_INTERVAL_S)
+            if os.getppid() != parent:
+                logger.warning("Supervisor %d is gone; stopping", parent)
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    threading.Thread(target=watch, name="wurk-orphan-watch", daemon=True).start()
