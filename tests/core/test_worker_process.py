@@ -162,7 +162,7 @@ def test_heartbeat_writes_sidekiq_process_fields(config, start_worker, redis_cli
     assert set(info["labels"]) == {"blue", "wurk", "python"}
     assert info["queues"] == ["critical", "default"]
     assert info["capsules"]["default"]["mode"] == "weighted"
-    assert info["capsules"]["default"]["weights"] == {"critical": 3, "default": 1}
+    assert info["capsules"]["default"]["weights"] == {"critical": 3, "default": 0}
     assert info["embedded"] is False and isinstance(info["started_at"], float)
     assert beat[b"quiet"] == b"false" and beat[b"busy"] == b"0"
     assert int(beat[b"rss"]) > 1000 and int(beat[b"rtt_us"]) > 0

@@ -78,8 +78,8 @@ class Capsule:
 
     @property
     def weights(self) -> dict[str, int]:
-        strict = self.mode == "strict"
-        return {name: 0 if strict else max(weight, 1) for name, weight in self.queues}
+        """Weights as configured, 0 for none, as Sidekiq reports them in `info`."""
+        return {name: weight for name, weight in self.queues}
 
     def info(self) -> dict:
         return {"concurrency": self.concurrency, "mode": self.mode, "weights": self.weights}
