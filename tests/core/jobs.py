@@ -60,3 +60,18 @@ class HardJob(Job):
 
     def perform(self, *args):
         results().rpush("test:results", json.dumps({"HardJob": list(args)}))
+
+
+@wurk_task
+async def async_record(value, delay_s=0.0):
+    import asyncio
+    import threading
+    await asyncio.sleep(delay_s)
+    results().rpush("test:results", json.dumps({"async": value,
+                                                "thread": threading.current_thread().name}))
+
+
+@wurk_task
+def blocking_sync(seconds):
+    time.sleep(seconds)
+    results().rpush("test:results", json.dumps({"sync": seconds}))

@@ -1,5 +1,6 @@
 """Running a job in the calling process: `perform_inline` and the testing modes."""
 
+from .aio import resolve
 from .payload import dumps, loads
 from .registry import REGISTRY
 
@@ -11,7 +12,7 @@ def execute(job: dict, config, chain) -> bool:
     instance.jid = job.get("jid")
 
     def perform():
-        instance.perform(*job["args"])
+        resolve(instance.perform(*job["args"]))
         return True  # perform's own return value must not read as a halt
 
     return bool(chain.invoke(config, (instance, job, job.get("queue")), perform))

@@ -5,6 +5,7 @@ import logging
 import threading
 import time
 
+from .aio import resolve
 from .errors import InvalidJobError, Shutdown
 from .identity import tid
 from .metrics import metric_class
@@ -159,9 +160,9 @@ class Processor:
         try:
             if len(chain):
                 chain.invoke(self.config, (instance, job, queue),
-                             lambda: instance.perform(*job["args"]))
+                             lambda: resolve(instance.perform(*job["args"])))
             else:
-                instance.perform(*job["args"])
+                resolve(instance.perform(*job["args"]))
             failed = False
         except Shutdown:
             failed = False  # an interrupted run books its time, as Sidekiq's does

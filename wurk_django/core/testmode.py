@@ -146,8 +146,12 @@ def drain_all() -> int:
     return ran
 
 
-class Testing:
-    """`wurk_django.testing`: call it with a mode for a block, or use `set_mode`."""
+class testing:  # noqa: N801 - used as `wurk_django.testing("fake")`, like a function
+    """`wurk_django.testing`: call it with a mode for a block, or use `set_mode`.
+
+    A class rather than a callable instance: pytest collects any callable whose name
+    starts with "test" from a user's test module and warns, but skips lowercase classes.
+    """
 
     DISABLE, FAKE, INLINE = DISABLE, FAKE, INLINE
     set_mode = staticmethod(set_mode)
@@ -156,8 +160,5 @@ class Testing:
     queues = queues
     server_middleware = server_middleware
 
-    def __call__(self, name: str):
+    def __new__(cls, name: str):
         return mode(name)
-
-
-testing = Testing()
