@@ -1,0 +1,150 @@
+"""Reliable fetch against real Redis: private lists, piggybacked acks, pause, requeue."""
+
+import os
+
+import pytest
+
+from wurk_django.core import keys
+from wurk_django.core.config import Config
+from wurk_django.core.fetch.reliable import ReliableFetch
+from wurk_django.core.identity import hostname, process_nonce
+from wurk_django.core.payload import dumps
+from wurk_django.core.redis import connection_for
+
+
+@pytest.fixture
+def make_fetcher(config):
+    made = []
+
+    def make(queues=("default",)):
+        cfg = Config(redis_url=config.redis_url, queues=queues)
+        fetcher = ReliableFetch(cfg, cfg.capsules_[0], connection_for(cfg))
+        made.append(fetcher)
+        return fetcher
+
+    yield make
+    for fetcher in made:
+        fetcher.close()
+
+
+def job(n, queue="default"):
+    return dumps({"class": "Some", "args": [n], "queue": queue, "jid": f"{n:024x}"})
+
+
+def private(queue="default"):
+    return f"queue:{queue}|{hostname()}|{os.getpid()}|{process_nonce()}|0"
+
+
+def test_fetch_moves_the_oldest_job_into_this_process_private_list(make_fetcher, redis_client):
+    redis_client.lpush("queue:default", job(1), job(2))
+    fetcher = make_fetcher()
+    unit = fetcher.retrieve_work()
+    assert unit.job == job(1) and unit.queue == "default"
+    assert unit.private_queue == private()
+    assert redis_client.lrange(private(), 0, -1) == [job(1)]
+    assert redis_client.lrange("queue:default", 0, -1) == [job(2)]
+
+
+def test_ack_rides_with_the_next_fetch_and_clears_the_poison_counter(make_fetcher, redis_client):
+    redis_client.lpush("queue:default", job(1), job(2))
+    fetcher = make_fetcher()
+    first = fetcher.retrieve_work()
+    first.jid = f"{1:024x}"
+    redis_client.set(keys.recovered(first.jid), 2)
+    first.acknowledge()
+    assert redis_client.lrange(private(), 0, -1) == [job(1)]  # held, not yet sent
+    before = redis_client.info("commandstats")
+    second = fetcher.retrieve_work()
+    after = redis_client.info("commandstats")
+    assert second.job == job(2)
+    assert redis_client.lrange(private(), 0, -1) == [job(2)]
+    assert not redis_client.exists(keys.recovered(first.jid))
+    used = {name: after[name]["calls"] - before.get(name, {"calls": 0})["calls"]
+            for name in after if after[name]["calls"] != before.get(name, {"calls": 0})["calls"]}
+    used.pop("cmdstat_info", None)
+    assert used == {"cmdstat_lrem": 1, "cmdstat_del": 1, "cmdstat_lmove": 1}
+
+
+def test_held_acks_are_flushed_before_blocking(make_fetcher, redis_client):
+    redis_client.lpush("queue:default", job(1))
+    fetcher = make_fetcher()
+    unit = fetcher.retrieve_work()
+    unit.acknowledge()
+    assert fetcher.retrieve_work() is None  # empty queue: flushes, then BLMOVE for 2 s
+    assert not redis_client.exists(private())
+
+
+def test_flush_acks_sends_every_threads_acks(make_fetcher, redis_client):
+    import threading
+    redis_client.lpush("queue:default", job(1), job(2))
+    fetcher = make_fetcher()
+    units = []
+    threads = [threading.Thread(target=lambda: units.append(fetcher.retrieve_work()))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ackers = [threading.Thread(target=unit.acknowledge) for unit in units]
+    for acker in ackers:
+        acker.start()
+    for acker in ackers:
+        acker.join()
+    assert redis_client.llen(private()) == 2  # held by two threads that fetch no more
+    fetcher.flush_acks()
+    assert redis_client.llen(private()) == 0
+
+
+def test_rest_of_the_queues_in_one_script_call_in_order(make_fetcher, redis_client):
+    redis_client.lpush("queue:low", job(3, "low"))
+    fetcher = make_fetcher(("critical", "default", "low"))
+    unit = fetcher.retrieve_work()
+    assert unit.queue == "low" and unit.private_queue == private("low")
+    redis_client.lpush("queue:default", job(2))
+    redis_client.lpush("queue:low", job(4, "low"))
+    assert fetcher.retrieve_work().queue == "default"  # strict: default before low
+
+
+def test_paused_queues_are_skipped(make_fetcher, redis_client):
+    redis_client.lpush("queue:critical", job(1, "critical"))
+    redis_client.lpush("queue:default", job(2))
+    redis_client.sadd(keys.PAUSED, "critical")
+    fetcher = make_fetcher(("critical", "default"))
+    assert fetcher.retrieve_work().queue == "default"
+    redis_client.srem(keys.PAUSED, "critical")
+    fetcher.invalidate_paused()
+    assert fetcher.retrieve_work().queue == "critical"
+
+
+def test_requeue_moves_back_only_what_is_still_private(make_fetcher, redis_client):
+    redis_client.lpush("queue:default", job(1), job(2))
+    fetcher = make_fetcher()
+    first, second = fetcher.retrieve_work(), fetcher.retrieve_work()
+    # A racing ack already removed `first`: requeueing it must not duplicate it.
+    redis_client.lrem(first.private_queue, 1, first.job)
+    fetcher.bulk_requeue([first, second])
+    assert redis_client.lrange("queue:default", 0, -1) == [job(2)]
+    assert not redis_client.exists(private())
+
+
+def test_requeue_survives_a_script_flush(make_fetcher, redis_client):
+    redis_client.lpush("queue:default", job(1))
+    fetcher = make_fetcher()
+    unit = fetcher.retrieve_work()
+    redis_client.script_flush()
+    fetcher.bulk_requeue([unit])
+    assert redis_client.lrange("queue:default", 0, -1) == [job(1)]
+
+
+def test_a_forked_child_claims_into_its_own_list(make_fetcher):
+    fetcher = make_fetcher()
+    parent_name = fetcher.private_queue("default")
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(write_fd, fetcher.private_queue("default").encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child_name = os.read(read_fd, 1000).decode()
+    assert child_name == f"queue:default|{hostname()}|{pid}|{process_nonce()}|0"
+    assert child_name != parent_name
