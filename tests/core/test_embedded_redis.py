@@ -71,6 +71,8 @@ def test_two_processes_starting_together_share_one_server(folder):
         starter.stdin.close()
     urls = [starter.stdout.readline().strip() for starter in starters]
     assert [starter.wait(30) for starter in starters] == [0, 0]
+    for starter in starters:
+        starter.stdout.close()
 
     assert urls == [embedded_redis.socket_url(folder)] * 2
     pids = server_pids(folder)
