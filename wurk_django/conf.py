@@ -70,7 +70,7 @@ FIELDS: dict[str, tuple[str, Any]] = {
 }
 # Keys read elsewhere in the Django layer (not Config fields).
 OTHER_KEYS = {"REDIS_URL", "CACHE_ALIAS", "CRON", "DASHBOARD", "EMBEDDED", "TRANSACTIONAL",
-              "LOG_FORMAT", "RESULT_TTL"}
+              "LOG_FORMAT", "RESULT_TTL", "PROCESSES", "MAX_MEMORY_MB"}
 KNOWN_KEYS = set(FIELDS) | OTHER_KEYS
 
 

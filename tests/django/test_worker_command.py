@@ -90,3 +90,20 @@ def test_bad_flags_end_with_a_one_line_error(args, message):
     assert result.returncode != 0
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_processes_flag_forks_workers_that_share_the_django_setup(start_django_worker,
+                                                                  redis_client):
+    orders = [Order.objects.create(number=n) for n in range(10)]
+    worker = start_django_worker("-q", "django", "-c", "2", "--processes", "2")
+    members = wait_until(lambda: len(redis_client.smembers(keys.PROCESSES)) == 2
+                         and redis_client.smembers(keys.PROCESSES), 20, message="two children")
+    pids = {int(m.decode().split(":")[1]) for m in members}
+    assert worker.pid not in pids  # the parent supervises, it does not fetch
+    for order in orders:
+        mark_order.perform_async(order.id, "forked")
+    wait_until(lambda: Order.objects.filter(note="forked").count() == 10, 20,
+               message="orders updated by the children")
+    worker.send(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    assert redis_client.smembers(keys.PROCESSES) == set()

@@ -3,6 +3,7 @@
 import logging
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
 
 from wurk_django import conf
 from wurk_django.core import runner
@@ -24,6 +25,10 @@ class Command(BaseCommand):
                             help="seconds running jobs get to finish at shutdown")
         parser.add_argument("-g", "--tag", help="a tag shown beside this process")
         parser.add_argument("--label", action="append", help="a process label; repeatable")
+        parser.add_argument("-p", "--processes", type=int,
+                            help="fork this many worker processes (default WURK['PROCESSES'], 1)")
+        parser.add_argument("--max-memory-mb", type=float,
+                            help="gracefully replace a worker process that grows past this")
         parser.add_argument("--logfile", help="log to this file instead of stdout")
         parser.add_argument("--log-format", choices=("text", "json"),
                             help="log line format (default text, or WURK['LOG_FORMAT'])")
@@ -45,8 +50,11 @@ class Command(BaseCommand):
                           options["log_format"] or wurk.get("LOG_FORMAT", "text"),
                           options["logfile"])
         set_default_config(config)
+        processes = options["processes"] or wurk.get("PROCESSES", 1)
+        max_memory_mb = options["max_memory_mb"] or wurk.get("MAX_MEMORY_MB")
         try:
-            status = runner.run(config)
+            status = runner.serve(config, processes=processes, max_memory_mb=max_memory_mb,
+                                  before_fork=[connections.close_all])
         except WurkError as exc:
             raise CommandError(f"wurk_worker: {exc}") from None
         if status:
