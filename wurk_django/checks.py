@@ -4,7 +4,7 @@ from django.core.checks import Error, Warning, register
 
 from . import conf
 from .core.config import ROUTABLE_QUEUE, parse_queue
-from .core.errors import ConfigurationError
+from .core.errors import ConfigurationError, WurkError
 
 REDIS_CHECK_TIMEOUT_S = 1.0
 HINT_DOCS = "See the configuration reference in Wurk's README."
@@ -20,11 +20,21 @@ def check_settings(app_configs=None, **kwargs):
     if any(p.is_serious() for p in problems):
         return problems  # a broken setting makes building the Config pointless
     try:
-        config = conf.build_config()
-    except (ConfigurationError, TypeError, ValueError) as exc:
+        config = conf.build_config(resolve_embedded=False)
+    except (WurkError, TypeError, ValueError) as exc:
         return problems + [Error(f"Invalid WURK setting: {exc}", hint=HINT_DOCS,
                                  id="wurk.E004")]
-    return problems + _check_routable(config) + _check_redis(config)
+    return problems + _check_embedded(wurk) + _check_routable(config) + _check_redis(config)
+
+
+def _check_embedded(wurk) -> list:
+    from .embedded import embedded_overrides
+    try:
+        embedded_overrides(wurk)
+    except (WurkError, TypeError, ValueError) as exc:
+        return [Error(f"WURK['EMBEDDED']: {exc}", hint='Use True, or {"CONCURRENCY": 2}.',
+                      id="wurk.E007")]
+    return []
 
 
 def _check_unknown_keys(wurk) -> list:
@@ -94,3 +104,15 @@ def _check_redis(config) -> list:
                       f"{'.'.join(map(str, version))}; Wurk needs 6.2 or newer.",
                       hint="Upgrade Redis (7.x recommended) or use Valkey.", id="wurk.E006")]
     return []
+
+
+# --- django.tasks backend (wurk_django.tasks_backend) --------------------------------
+
+@register("wurk")
+def check_tasks_backend(app_configs=None, **kwargs):
+    """TASKS entries that use WurkBackend: their OPTIONS and QUEUES (wurk.E101, E102)."""
+    from importlib.util import find_spec
+    if find_spec("django.tasks") is None and find_spec("django_tasks") is None:
+        return []  # no tasks framework installed, so TASKS is not in use
+    from .tasks_backend.checks import check_task_backends
+    return check_task_backends()

@@ -157,17 +157,18 @@ def config_options(wurk: Mapping) -> dict:
     return options
 
 
-def build_config(**overrides) -> Config:
+def build_config(*, resolve_embedded: bool = True, **overrides) -> Config:
     """Build the core Config from settings; `overrides` (Config fields) win.
 
     An "embedded" URL starts (or attaches to) the project's private redis-server and
     becomes its unix socket URL, so every process of the project shares one server.
+    System checks pass `resolve_embedded=False`: checking must not start a server.
     """
     from .db import close_db_connections_around, defer_until_commit
     options = config_options(wurk_settings())
     options.update(reloader=close_db_connections_around, push_deferrer=defer_until_commit)
     options.update(overrides)
-    if options["redis_url"] == EMBEDDED_URL:
+    if resolve_embedded and options["redis_url"] == EMBEDDED_URL:
         from .core.embedded_redis import ensure_server, project_folder
         options["redis_url"] = ensure_server(project_folder(project_dir()))
     return Config(**options)

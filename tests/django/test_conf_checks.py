@@ -123,3 +123,13 @@ def test_old_redis_is_an_error(monkeypatch):
     monkeypatch.setattr(RedisConnection, "server_version", lambda self: (6, 0, 16))
     [message] = run_checks()
     assert message.id == "wurk.E006" and "6.0.16" in message.msg
+
+
+def test_embedded_setting_is_checked_and_checking_starts_no_server(monkeypatch, tmp_path):
+    monkeypatch.delenv("WURK_REDIS_URL")
+    with override_settings(WURK={"REDIS_URL": "embedded", "EMBEDDED": {"THREADS": 3}},
+                           BASE_DIR=tmp_path):
+        assert ids(run_checks()) == ["wurk.E007"]
+    with override_settings(WURK={"REDIS_URL": "embedded", "EMBEDDED": True}, BASE_DIR=tmp_path):
+        assert run_checks() == []
+    assert not (tmp_path / ".wurk").exists()  # no embedded redis-server was started

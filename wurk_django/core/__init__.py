@@ -2,6 +2,7 @@
 
 from .client import Client
 from .config import Config, get_default_config, set_default_config
+from .embedded import configure_embed
 from .errors import (ConfigurationError, EmptyQueueError, JobArgumentError,
                      RedisUnavailableError, Shutdown, TestModeAlreadySetError, UnknownTaskError,
                      WurkError)
@@ -17,7 +18,7 @@ def strict_args(mode="raise") -> None:
 
 
 __version__ = VERSION
-__all__ = ["Client", "Config", "ConfigurationError", "DEFAULT", "DISCARD", "EmptyQueueError",
+__all__ = ["Client", "Config", "configure_embed", "ConfigurationError", "DEFAULT", "DISCARD", "EmptyQueueError",
            "Job", "JobArgumentError", "KILL", "RedisUnavailableError", "Shutdown",
            "TestModeAlreadySetError", "UnknownTaskError", "WurkError", "get_default_config",
            "log_context", "set_default_config", "strict_args", "testing", "wurk_task"]

@@ -238,6 +238,11 @@ class Config:
 
     # --- hooks ------------------------------------------------------------------
 
+    @property
+    def sealed(self) -> bool:
+        """True once a launcher runs with this config (hooks can no longer be added)."""
+        return self._sealed
+
     def seal(self) -> None:
         object.__setattr__(self, "_sealed", True)
 

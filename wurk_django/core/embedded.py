@@ -36,7 +36,7 @@ class Embedded:
             ConfigurationError: the config is already in use, or Redis is too old.
         """
         with self._lock:
-            if self.launcher is not None or self.config._sealed:
+            if self.launcher is not None or self.config.sealed:
                 raise ConfigurationError("this embedded worker's config is already in use "
                                          "by a launcher; call configure_embed() again")
             launcher = Launcher(self.config)
@@ -86,7 +86,7 @@ def configure_embed(config, **overrides) -> Embedded:
     Raises:
         ConfigurationError: `config` is in use by a running launcher.
     """
-    if config._sealed:
+    if config.sealed:
         raise ConfigurationError("configure_embed() needs a config that no launcher is "
                                  "running with; build a new Config")
     options = {"concurrency": EMBEDDED_CONCURRENCY, **overrides, "embedded": True}
