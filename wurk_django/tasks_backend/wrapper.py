@@ -1,0 +1,108 @@
+"""The Wurk job that runs django.tasks tasks on a worker and records each attempt."""
+
+from ..core.errors import Shutdown
+from ..core.identity import process_identity
+from ..core.payload import dumps
+from ..core.retry import base_delay
+from ..core.task import Job
+from . import results
+from .compat import TaskContext, normalize_json, task_backends, task_finished, task_started
+
+WIRE_NAME = "wurk_django.tasks_backend.TaskWrapper"
+
+
+def retry_window_s(count: int) -> int:
+    """The longest a retry booked after failure `count` waits: backoff plus top jitter
+    (core semantics §8.4), so the result outlives the wait for the retry."""
+    return base_delay(count) + 10 * (count + 1)
+
+
+class TaskRun:
+    """One attempt of one task: resolves the task and its backend from the envelope."""
+
+    def __init__(self, jid: str, envelope: dict):
+        self.jid = jid
+        self.envelope = envelope
+        self.backend = task_backends[envelope["backend"]]
+        self.store = self.backend.store()
+
+    @classmethod
+    def from_job(cls, job: dict) -> "TaskRun | None":
+        """The run behind a failed job, or None if its payload is not our envelope."""
+        args = job.get("args")
+        if not job.get("jid") or not isinstance(args, list) or len(args) != 1:
+            return None
+        envelope = args[0]
+        if not isinstance(envelope, dict) or not set(results.ENVELOPE_KEYS) <= set(envelope):
+            return None
+        return cls(job["jid"], envelope)
+
+    def _update(self, change, extra_ttl_s: float = 0):
+        record = self.store.update(self.jid, self.envelope, change, extra_ttl_s)
+        return results.to_task_result(self.jid, record)
+
+    def _signal(self, signal, result) -> None:
+        signal.send(type(self.backend), task_result=result)
+
+    def start(self):
+        worker_id = process_identity()
+        result = self._update(lambda record: results.mark_running(record, worker_id))
+        self._signal(task_started, result)
+        return result
+
+    def call(self, result):
+        task = result.task
+        if task.takes_context:
+            return task.call(TaskContext(task_result=result), *result.args, **result.kwargs)
+        return task.call(*result.args, **result.kwargs)
+
+    def succeed(self, value) -> None:
+        # Django's rule for return values; anything it or JSON refuses fails the attempt.
+        value = normalize_json(value)
+        dumps(value)
+        self._signal(task_finished,
+                     self._update(lambda record: results.mark_successful(record, value)))
+
+    def fail(self, exc: BaseException, *, final: bool, extra_ttl_s: float = 0) -> None:
+        result = self._update(lambda record: results.mark_failed(record, exc, final=final),
+                              extra_ttl_s)
+        if final:
+            self._signal(task_finished, result)
+
+    def requeued(self) -> None:
+        self._update(results.mark_requeued)
+
+
+class TaskWrapper(Job):
+    """Runs the task named in its one argument (the envelope), through Wurk's retries.
+
+    A failure is re-raised untouched, so Wurk books the retry exactly as for any job;
+    the retry hooks below then record the attempt's error in the result.
+    """
+
+    wurk_options = {"name": WIRE_NAME}
+
+    def perform(self, envelope: dict):
+        run = TaskRun(self.jid, envelope)
+        result = run.start()
+        try:
+            run.succeed(run.call(result))
+        except Shutdown:
+            run.requeued()  # the manager has already put the job back on its queue
+            raise
+
+    @classmethod
+    def retry_in(cls, count: int, exc: BaseException, job: dict):
+        """Called by Wurk only when it is about to book a retry: READY again."""
+        run = TaskRun.from_job(job)
+        if run is not None:
+            run.fail(exc, final=False, extra_ttl_s=retry_window_s(count))
+        return None  # Wurk's own backoff
+
+    @classmethod
+    def retries_exhausted(cls, job: dict, exc: BaseException):
+        """Called by Wurk when no retry follows (or with RETRY 0): FAILED for good."""
+        run = TaskRun.from_job(job)
+        if run is not None:
+            run.fail(exc, final=True)
+        return None  # dead set or discard, as the job's own options say
