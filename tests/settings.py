@@ -43,3 +43,12 @@ DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": TEST_DB
                          "TEST": {"NAME": TEST_DB}, "OPTIONS": {"timeout": 20}}}
 STATIC_URL = "/static/"
 WURK = {"QUEUES": ["default"], "CONCURRENCY": 2}
+
+# Django's tasks framework (django.tasks, or the django-tasks backport) run by Wurk;
+# the test tasks live in tests/djangoapp/django_tasks.py.
+TASKS = {
+    "default": {"BACKEND": "wurk_django.tasks_backend.WurkBackend",
+                "QUEUES": ["default", "reports"], "OPTIONS": {"RETRY": 1}},
+    "once": {"BACKEND": "wurk_django.tasks_backend.WurkBackend",
+             "QUEUES": ["default"], "OPTIONS": {"RETRY": False, "RESULT_TTL": 600}},
+}
