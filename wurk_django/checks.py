@@ -116,15 +116,3 @@ def check_tasks_backend(app_configs=None, **kwargs):
         return []  # no tasks framework installed, so TASKS is not in use
     from .tasks_backend.checks import check_task_backends
     return check_task_backends()
-
-
-# --- django.tasks backend (wurk_django.tasks_backend) --------------------------------
-
-@register("wurk")
-def check_tasks_backend(app_configs=None, **kwargs):
-    """TASKS entries that use WurkBackend: their OPTIONS and QUEUES (wurk.E101, E102)."""
-    from importlib.util import find_spec
-    if find_spec("django.tasks") is None and find_spec("django_tasks") is None:
-        return []  # no tasks framework installed, so TASKS is not in use
-    from .tasks_backend.checks import check_task_backends
-    return check_task_backends()
