@@ -23,11 +23,12 @@ LEG2_DEPS := "Django>=6.0"
 DEMO_VENV := .venv/demo
 PYTEST_ARGS ?=
 
-.PHONY: help test test-leg1 test-leg2 demo clean
+.PHONY: help test test-leg1 test-leg2 demo clean assets check-assets chromium
 
 help:
 	@echo "make demo   run the example project (worker + web + demo jobs)"
 	@echo "make test   run the test suite on every supported leg this machine has"
+	@echo "make assets rebuild the dashboard bundle (Node 20+ and npm; contributors only)"
 
 $(LEG1_VENV)/.installed: setup.cfg pyproject.toml
 	@test -n "$(PY_OLD)" || { echo "make test: no Python 3.11 found (python3.11 or pyenv)"; exit 1; }
@@ -48,7 +49,8 @@ test-leg2: $(LEG2_VENV)/.installed
 	@echo "=== leg 2: $$($(LEG2_VENV)/bin/python -c 'import sys, django; print(f"Python {sys.version.split()[0]}, Django {django.get_version()}")') ==="
 	$(LEG2_VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
-test: test-leg1
+test: check-assets chromium
+	$(MAKE) test-leg1
 ifeq ($(PY_NEW),)
 	@echo "make test: no Python 3.12+ found; ran only the Python 3.11 + Django 5.2 leg."
 else
@@ -63,6 +65,41 @@ $(DEMO_VENV)/.installed: setup.cfg pyproject.toml
 
 demo: $(DEMO_VENV)/.installed
 	$(DEMO_VENV)/bin/python example_project/demo.py
+
+# The dashboard bundle is built from static_src/ and committed, so users never need Node.
+# `make assets` rebuilds it from the lock file; `check-assets` (part of `make test`)
+# rebuilds it in a temporary folder and fails if the result differs from what is committed.
+ASSETS_OUT := wurk_django/static/wurk
+NPM_CI := npm ci --no-audit --no-fund --loglevel=error
+
+assets:
+	cd static_src && $(NPM_CI) && npm run build
+
+check-assets:
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  echo "check-assets: SKIPPED: node/npm not found, so the committed bundle in $(ASSETS_OUT) was not compared with a fresh build (install Node 20+ and npm to check it)"; \
+	  exit 0; fi; \
+	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	cd static_src; $(NPM_CI); node scripts/check-safety.mjs; \
+	npx vite build --logLevel error --emptyOutDir --outDir "$$tmp/wurk"; \
+	node scripts/verify-bundle.mjs "$$tmp/wurk"; \
+	if diff -r "$$tmp/wurk" ../$(ASSETS_OUT) >"$$tmp/diff" 2>&1; then \
+	  echo "check-assets: the committed bundle matches a fresh build"; \
+	else head -n 40 "$$tmp/diff"; \
+	  echo "check-assets: $(ASSETS_OUT) differs from a fresh build of static_src/: run 'make assets' and commit the result"; \
+	  exit 1; fi
+
+# Browser tests drive Debian's Chromium (never a downloaded browser build); install it
+# when missing if we can, else say how. The tests skip, with that reason, without it.
+CHROMIUM := /usr/bin/chromium
+chromium:
+	@if [ -x $(CHROMIUM) ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "make test: installing Debian's chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+	  echo "make test: $(CHROMIUM) not found: the browser tests will be skipped. Install it with: sudo apt-get install -y chromium"; \
+	fi
 
 clean:
 	rm -rf .venv .wurk build *.egg-info

@@ -1,0 +1,136 @@
+// A time-series chart on uPlot (canvas: labels are drawn as pixels, never as HTML).
+// Deploy marks are vertical lines with their labels on every chart (dashboard.md §1.6).
+
+import { useEffect, useRef } from "preact/hooks";
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+
+export interface Mark {
+  t: number; // epoch seconds
+  label: string;
+}
+
+export interface SeriesSpec {
+  label: string;
+  color: string; // a CSS custom property name, e.g. "--w-processed"
+  fill?: boolean;
+}
+
+interface Props {
+  x: number[]; // epoch seconds
+  series: { spec: SeriesSpec; values: (number | null)[] }[];
+  marks?: Mark[];
+  height?: number;
+  label: string; // accessible name of the figure
+  bars?: boolean;
+  dayTicks?: boolean;
+}
+
+function cssVar(name: string, fallback: string): string {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
+}
+
+function marksPlugin(marks: () => Mark[]): uPlot.Plugin {
+  return {
+    hooks: {
+      draw: (u) => {
+        const ctx = u.ctx;
+        const { top, height } = u.bbox;
+        ctx.save();
+        ctx.strokeStyle = cssVar("--w-mark", "#b36b00");
+        ctx.fillStyle = ctx.strokeStyle;
+        ctx.lineWidth = Math.max(1, devicePixelRatio);
+        ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+        ctx.font = `${11 * devicePixelRatio}px sans-serif`;
+        ctx.textBaseline = "top";
+        for (const mark of marks()) {
+          const x = Math.round(u.valToPos(mark.t, "x", true));
+          if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
+          ctx.beginPath();
+          ctx.moveTo(x, top);
+          ctx.lineTo(x, top + height);
+          ctx.stroke();
+          ctx.fillText(mark.label.slice(0, 40), x + 3 * devicePixelRatio, top + 2 * devicePixelRatio);
+        }
+        ctx.restore();
+      },
+    },
+  };
+}
+
+function options(props: Props, width: number, marks: () => Mark[]): uPlot.Options {
+  const axisColor = cssVar("--w-fg-quiet", "#666");
+  const grid = { stroke: cssVar("--w-hairline", "#e8e8e8"), width: 1 };
+  const axis = { stroke: axisColor, grid, ticks: grid };
+  return {
+    width,
+    height: props.height ?? 220,
+    plugins: [marksPlugin(marks)],
+    cursor: { drag: { x: false, y: false } },
+    legend: { live: true },
+    scales: { x: { time: true } },
+    axes: [
+      props.dayTicks ? { ...axis, values: "{YYYY}-{MM}-{DD}" as any, space: 90 } : axis,
+      { ...axis, size: 60 },
+    ],
+    series: [
+      { label: props.dayTicks ? "Day" : "Time", value: props.dayTicks ? "{YYYY}-{MM}-{DD}" : "{HH}:{mm}:{ss}" },
+      ...props.series.map(({ spec }) => {
+        const color = cssVar(spec.color, "#447e9b");
+        return {
+          label: spec.label,
+          stroke: color,
+          width: 2,
+          fill: spec.fill ? color + "22" : undefined,
+          paths: props.bars ? uPlot.paths.bars!({ size: [0.6, 40] }) : undefined,
+          points: { show: !props.bars && props.x.length < 60 },
+        };
+      }),
+    ],
+  };
+}
+
+export function Chart(props: Props) {
+  const box = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | null>(null);
+  const marks = useRef<Mark[]>(props.marks || []);
+  marks.current = props.marks || [];
+  const data = [props.x, ...props.series.map((s) => s.values)] as uPlot.AlignedData;
+  const shape = props.series.map((s) => s.spec.label).join("|") + (props.bars ? "|bars" : "");
+
+  useEffect(() => {
+    const el = box.current!;
+    const u = new uPlot(options(props, el.clientWidth || 600, () => marks.current), data, el);
+    plot.current = u;
+    const resize = new ResizeObserver(() => u.setSize({ width: el.clientWidth, height: props.height ?? 220 }));
+    resize.observe(el);
+    return () => {
+      resize.disconnect();
+      u.destroy();
+      plot.current = null;
+    };
+  }, [shape]);
+
+  useEffect(() => {
+    plot.current?.setData(data);
+  });
+
+  return <div class="w-chart" ref={box} role="img" aria-label={props.label} />;
+}
+
+/** Deploy marks from any of the shapes an API may use: a list of objects or {time: label}. */
+export function parseMarks(raw: unknown): Mark[] {
+  const out: Mark[] = [];
+  const push = (time: unknown, label: unknown) => {
+    const t = typeof time === "number" ? (time > 1e11 ? time / 1000 : time) : Date.parse(String(time)) / 1000;
+    if (Number.isFinite(t)) out.push({ t, label: String(label ?? "") });
+  };
+  if (Array.isArray(raw)) {
+    for (const m of raw) {
+      if (m && typeof m === "object") push(m.at_ms ?? m.time_ms ?? m.at ?? m.time ?? m.t, m.label);
+    }
+  } else if (raw && typeof raw === "object") {
+    for (const [time, label] of Object.entries(raw)) push(time, label);
+  }
+  return out.sort((a, b) => a.t - b.t);
+}
