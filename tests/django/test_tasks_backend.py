@@ -69,6 +69,11 @@ def ready_after_failures(result, count: int, timeout_s: float = 20):
     return result
 
 
+def booked_retry(result):
+    """The job's entry in `retry`: the hook records READY just before Wurk adds it."""
+    return wait_until(lambda: RetrySet().find_job(result.id), 10, 0.05, "the booked retry")
+
+
 def queued(redis_client, queue: str = "default") -> list[dict]:
     return [json.loads(raw) for raw in redis_client.lrange(keys.queue(queue), 0, -1)]
 
@@ -219,14 +224,15 @@ def test_a_booked_retry_reads_ready_and_exhaustion_reads_failed(redis_client,
     assert result.errors[0].exception_class is tasks.TaskBoom
     # Kept for the TTL after the retry is due, not just for the TTL.
     assert result_ttl(redis_client, result) > ONE_DAY_S
-    entry = RetrySet().find_job(result.id)
+    entry = booked_retry(result)
     assert entry.item["retry_count"] == 0
     entry.add_to_queue()  # run the retry now instead of in 15-25 s
     finished(result)
     assert result.status == TaskResultStatus.FAILED and result.attempts == 2
     assert [e.exception_class_path for e in result.errors] == [
         "tests.djangoapp.django_tasks.TaskBoom"] * 2
-    assert DeadSet().find_job(result.id) is not None
+    # The hook records FAILED just before Wurk adds the job to `dead`.
+    wait_until(lambda: DeadSet().find_job(result.id), 10, 0.05, "the job in the dead set")
 
 
 @pytest.mark.slow
@@ -234,7 +240,7 @@ def test_a_retry_that_succeeds_keeps_the_earlier_error(redis_client, start_djang
     result = tasks.flaky.enqueue(2)
     start_django_worker("-q", "default")
     ready_after_failures(result, 1)
-    RetrySet().find_job(result.id).add_to_queue()
+    booked_retry(result).add_to_queue()
     finished(result)
     assert result.status == TaskResultStatus.SUCCESSFUL and result.return_value == 2
     assert result.attempts == 2 and len(result.errors) == 1
