@@ -5,12 +5,17 @@ Every object takes an optional `config` (default: `get_default_config()`).
 """
 
 from .base import Page, SearchResult
+from .metrics import ClassTotals, JobMetrics, MetricsQuery, TopJobs
+from .periodic import Loop, LoopSet
 from .processes import EmbeddedProcessError, Process, ProcessSet, Work, Workers
-from .queues import Queue, QueueRecord
+from .queues import Queue, QueueRecord, QueueSummary
 from .records import TASK_WRAPPER, JobRecord
+from .server import RedisServer
 from .sorted_sets import DeadSet, JobSet, RetrySet, ScheduledSet, SortedEntry
 from .stats import History, Stats
 
-__all__ = ["DeadSet", "EmbeddedProcessError", "History", "JobRecord", "JobSet", "Page",
-           "Process", "ProcessSet", "Queue", "QueueRecord", "RetrySet", "ScheduledSet",
-           "SearchResult", "SortedEntry", "Stats", "TASK_WRAPPER", "Work", "Workers"]
+__all__ = ["ClassTotals", "DeadSet", "EmbeddedProcessError", "History", "JobMetrics",
+           "JobRecord", "JobSet", "Loop", "LoopSet", "MetricsQuery", "Page", "Process",
+           "ProcessSet", "Queue", "QueueRecord", "QueueSummary", "RedisServer", "RetrySet",
+           "ScheduledSet", "SearchResult", "SortedEntry", "Stats", "TASK_WRAPPER", "TopJobs",
+           "Work", "Workers"]

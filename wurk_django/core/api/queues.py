@@ -1,10 +1,15 @@
-"""Queues as lists of pending jobs: size, latency, paging, search by jid, delete and clear."""
+"""Queues as lists of pending jobs: size, latency, paging, search, pause, delete and clear."""
+
+import json
+from dataclasses import dataclass
 
 from .. import keys
-from .base import DEFAULT_PAGE_SIZE, ApiObject, Page, as_bytes, check_paging, text
+from .base import DEFAULT_PAGE_SIZE, ApiObject, Page, SearchResult, as_bytes, check_paging, text
 from .records import JobRecord, enqueued_latency
 
 ITERATION_CHUNK = 100
+SEARCH_HIT_LIMIT = 1_000
+SEARCH_SCAN_LIMIT = 100_000
 
 
 class QueueRecord(JobRecord):
@@ -50,8 +55,36 @@ class Queue(ApiObject):
 
     @property
     def paused(self) -> bool:
-        # Sidekiq OSS never pauses a queue; pausing arrives with the Pro features.
-        return False
+        """True while the queue's name is in the `paused` set (pro.md §5.1); read live."""
+        return bool(self._read(self.redis.sismember, keys.PAUSED, self.name))
+
+    def pause(self) -> None:
+        """Stop fetchers taking jobs from this queue; jobs already running finish.
+
+        The set holds unprefixed names, as Pro's does. Reliable fetchers re-read it at
+        most every 2 s, so other processes notice within that (pro.md §1.5).
+        """
+        self._write(self.redis.sadd, keys.PAUSED, self.name)
+
+    def unpause(self) -> None:
+        self._write(self.redis.srem, keys.PAUSED, self.name)
+
+    @classmethod
+    def overview(cls, config=None) -> list["QueueSummary"]:
+        """Every known queue with size, latency and paused flag, in two round trips."""
+        api = ApiObject(config)
+        names = sorted({text(n) for n in api._read(
+            lambda: list(api.redis.sscan_iter(keys.QUEUES)))})
+
+        def build(pipe):
+            for name in names:
+                pipe.llen(keys.queue(name))
+                pipe.lindex(keys.queue(name), -1)
+                pipe.sismember(keys.PAUSED, name)
+
+        replies = api._pipelined(build) if names else []
+        return [QueueSummary(name, int(replies[3 * i]), enqueued_latency(replies[3 * i + 1]),
+                             bool(replies[3 * i + 2])) for i, name in enumerate(names)]
 
     @property
     def latency(self) -> float:
@@ -103,6 +136,33 @@ class Queue(ApiObject):
                 return record
         return None
 
+    def search(self, needle: str, *, newest_first: bool = True, limit: int = SEARCH_HIT_LIMIT,
+               scan_limit: int = SEARCH_SCAN_LIMIT) -> SearchResult:
+        """Jobs whose payload contains `needle` (class, jid, argument text), capped.
+
+        Lists have no server-side MATCH, so the list is read in chunks by index (LRANGE)
+        and never loaded whole: at most `scan_limit` entries are examined and `limit`
+        hits kept; `truncated` says when a cap stopped the walk.
+        """
+        # Arguments are stored JSON-encoded, so `a"b` sits in Redis as `a\"b`.
+        wanted = json.dumps(needle, ensure_ascii=False)[1:-1].encode("utf-8")
+        hits: list[QueueRecord] = []
+        offset = 0
+        while offset < scan_limit:
+            count = min(ITERATION_CHUNK, scan_limit - offset)
+            start, stop = ((offset, offset + count - 1) if newest_first
+                           else (-offset - count, -offset - 1))
+            raws = self._read(self.redis.lrange, self.key, start, stop)
+            for raw in (raws if newest_first else reversed(raws)):
+                if wanted in as_bytes(raw):
+                    hits.append(QueueRecord(raw, self))
+                    if len(hits) >= limit:
+                        return SearchResult(hits, truncated=True)
+            offset += len(raws)
+            if len(raws) < count:
+                return SearchResult(hits)
+        return SearchResult(hits, truncated=self.size > scan_limit)
+
     def delete_by_value(self, raw) -> bool:
         """LREM one copy of this exact payload (wire §2)."""
         removed = int(self._write(self.redis.lrem, self.key, 1, as_bytes(raw)))
@@ -116,3 +176,13 @@ class Queue(ApiObject):
             pipe.srem(keys.QUEUES, self.name)
 
         self._pipelined(build, transaction=True, write=True)
+
+
+@dataclass
+class QueueSummary:
+    """One row of the queue list: size, seconds since the oldest job was enqueued, paused."""
+
+    name: str
+    size: int
+    latency: float
+    paused: bool
