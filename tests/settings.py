@@ -42,7 +42,9 @@ TEST_DB = os.environ.setdefault(
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": TEST_DB,
                          "TEST": {"NAME": TEST_DB}, "OPTIONS": {"timeout": 20}}}
 STATIC_URL = "/static/"
-WURK = {"QUEUES": ["default"], "CONCURRENCY": 2}
+# Fast polls and beats keep worker-process tests quick; production keeps the defaults.
+WURK = {"QUEUES": ["default"], "CONCURRENCY": 2, "POLL_INTERVAL_AVERAGE": 1,
+        "HEARTBEAT_INTERVAL": 1}
 
 # Django's tasks framework (django.tasks, or the django-tasks backport) run by Wurk;
 # the test tasks live in tests/djangoapp/django_tasks.py.
