@@ -1,7 +1,9 @@
 """Tasks the worker-process tests run. They report through Redis lists the tests read."""
 
+import ctypes
 import json
 import os
+import signal
 import time
 
 import redis
@@ -75,3 +77,63 @@ async def async_record(value, delay_s=0.0):
 def blocking_sync(seconds):
     time.sleep(seconds)
     results().rpush("test:results", json.dumps({"sync": seconds}))
+
+
+# --- for the supervisor and no-job-lost tests -------------------------------------------
+
+_held_memory: list = []
+
+
+class Tally(Job):
+    """Counts runs: every jid in the set `test:jids`, every run in `test:runs`, so
+    distinct jids and duplicate runs can be told apart. Records at the end of the run,
+    as a real side effect would happen."""
+
+    wurk_options = {"queue": "default"}
+
+    def perform(self, work_ms=0):
+        if work_ms:
+            time.sleep(work_ms / 1000)
+        pipe = results().pipeline(transaction=False)
+        pipe.sadd("test:jids", self.jid)
+        pipe.incr("test:runs")
+        pipe.execute()
+
+
+class KillsItsWorker(Job):
+    """A poison pill: SIGKILLs the process running it, every time."""
+
+    wurk_options = {"queue": "default"}
+
+    def perform(self):
+        results().rpush("test:suicides", os.getpid())
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@wurk_task
+def noop():
+    pass
+
+
+@wurk_task
+def record_pid(marker):
+    results().rpush("test:pids", json.dumps([marker, os.getpid()]))
+
+
+@wurk_task
+def hold_memory(megabytes):
+    """Allocate and keep `megabytes` (touched, so resident) for the life of the process."""
+    _held_memory.append(bytearray(megabytes * 1024 * 1024))
+    results().rpush("test:hogs", os.getpid())
+
+
+@wurk_task
+def ignore_term_and_sleep(seconds, marker):
+    """Make the whole process deaf to SIGTERM, below Python's signal module (which only
+    the main thread may use), then outlast any shutdown timeout."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    libc.signal.restype = ctypes.c_void_p
+    libc.signal(signal.SIGTERM, 1)  # SIG_IGN
+    results().rpush("test:started", json.dumps([marker, os.getpid()]))
+    time.sleep(seconds)
