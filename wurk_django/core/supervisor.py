@@ -172,8 +172,12 @@ class Supervisor:
     def reap(self) -> None:
         for slot in self.slots:
             for pid in list(slot.old_pids):
-                if self._exited(pid) is not None:
+                if (status := self._exited(pid)) is not None:
                     slot.old_pids.remove(pid)
+                    # Say how it ended: a clean exit 0 after TERM, or the SIGKILL of a
+                    # child that ignored it, is the one thing to check after a restart.
+                    logger.info("Replaced worker process %d (slot %d) exited with %s", pid,
+                                slot.index, status)
             if slot.pid and (status := self._exited(slot.pid)) is not None:
                 lived = time.monotonic() - slot.started
                 logger.warning("Worker process %d (slot %d) exited with %s after %.1f s",
