@@ -167,5 +167,6 @@ export const api = {
 export function itemsOf<T = Json>(data: any, key = "items"): T[] {
   if (Array.isArray(data)) return data;
   if (data && Array.isArray(data[key])) return data[key];
+  if (data && Array.isArray(data.items)) return data.items;
   return [];
 }

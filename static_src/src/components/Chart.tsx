@@ -4,6 +4,7 @@
 import { useEffect, useRef } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import { useZone, type Zone } from "../format";
 
 export interface Mark {
   t: number; // epoch seconds
@@ -58,13 +59,15 @@ function marksPlugin(marks: () => Mark[]): uPlot.Plugin {
   };
 }
 
-function options(props: Props, width: number, marks: () => Mark[]): uPlot.Options {
+function options(props: Props, width: number, marks: () => Mark[], zone: Zone): uPlot.Options {
   const axisColor = cssVar("--w-fg-quiet", "#666");
   const grid = { stroke: cssVar("--w-hairline", "#e8e8e8"), width: 1 };
   const axis = { stroke: axisColor, grid, ticks: grid };
   return {
     width,
     height: props.height ?? 220,
+    // Axis labels follow the page's time-zone choice (UTC by default); days are UTC days.
+    tzDate: zone === "utc" || props.dayTicks ? (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC") : undefined,
     plugins: [marksPlugin(marks)],
     cursor: { drag: { x: false, y: false } },
     legend: { live: true },
@@ -96,11 +99,12 @@ export function Chart(props: Props) {
   const marks = useRef<Mark[]>(props.marks || []);
   marks.current = props.marks || [];
   const data = [props.x, ...props.series.map((s) => s.values)] as uPlot.AlignedData;
-  const shape = props.series.map((s) => s.spec.label).join("|") + (props.bars ? "|bars" : "");
+  const zone = useZone();
+  const shape = props.series.map((s) => s.spec.label).join("|") + (props.bars ? "|bars" : "") + zone;
 
   useEffect(() => {
     const el = box.current!;
-    const u = new uPlot(options(props, el.clientWidth || 600, () => marks.current), data, el);
+    const u = new uPlot(options(props, el.clientWidth || 600, () => marks.current, zone), data, el);
     plot.current = u;
     const resize = new ResizeObserver(() => u.setSize({ width: el.clientWidth, height: props.height ?? 220 }));
     resize.observe(el);

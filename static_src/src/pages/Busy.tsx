@@ -36,9 +36,12 @@ function ProcessRow(props: { p: Json }) {
         </div>
       </td>
       <td>
-        {capsules.length > 0
+        {capsules.length > 1
           ? capsules.map(([name, c]) => (
-            <div key={name} class="w-small"><span class="w-muted">{name}: </span>{(itemsOf<string>(c, "queues").length ? itemsOf<string>(c, "queues") : queues).join(", ")}</div>))
+            <div key={name} class="w-small">
+              <span class="w-muted">{name} ({String(c?.concurrency ?? "?")}): </span>
+              {Object.keys(c?.weights && typeof c.weights === "object" ? c.weights : {}).join(", ")}
+            </div>))
           : <span class="w-small">{queues.join(", ")}</span>}
       </td>
       <td>{p.version ? String(p.version) : "—"}</td>
@@ -58,7 +61,7 @@ function ProcessRow(props: { p: Json }) {
 
 function Processes() {
   const res = useResource(() => api.processes(), "processes");
-  const items = itemsOf(res.data, res.data?.processes ? "processes" : "items");
+  const items = itemsOf(res.data);
   const threads = items.reduce((n, p) => n + (Number(p.concurrency) || 0), 0);
   const busy = items.reduce((n, p) => n + (Number(p.busy) || 0), 0);
   const rss = items.reduce((n, p) => n + (Number(p.rss) || 0), 0);

@@ -32,7 +32,7 @@ export const SETS: Record<SetName, { title: string; when: string; defaultSort: "
   scheduled: {
     title: "Scheduled", when: "Scheduled for", defaultSort: "asc", empty: "No job is scheduled.",
     actions: [
-      { action: "enqueue", label: "Add to queue", verb: "Enqueued", all: "Enqueue all" },
+      { action: "add_to_queue", label: "Add to queue", verb: "Enqueued", all: "Enqueue all" },
       { action: "delete", label: "Delete", verb: "Deleted", all: "Delete all", danger: true },
     ],
   },

@@ -3,7 +3,7 @@
 import { api, itemsOf, type Json } from "../api";
 import { Chart, parseMarks } from "../components/Chart";
 import { Empty, ErrorBox, Link, Loading, SearchForm, Segmented } from "../components/ui";
-import { formatNumber, formatTime } from "../format";
+import { formatDuration, formatNumber, formatTime } from "../format";
 import { useResource } from "../hooks";
 import { setQuery } from "../router";
 
@@ -32,13 +32,35 @@ export function classRow(row: Json): ClassRow {
   return { klass: String(row.class ?? row.klass ?? row.name ?? ""), processed, failed, totalMs, meanMs };
 }
 
-/** A per-minute series from `{"series": [{t, p, f, ms}]}` style answers, when present. */
-export function seriesOf(data: Json | undefined): { x: number[]; p: number[]; f: number[] } | null {
-  const raw = itemsOf(data, "series").length ? itemsOf(data, "series") : itemsOf(data, "minutes");
-  if (!raw.length) return null;
-  const rows = raw.map((r) => ({ t: typeof r.t === "number" ? r.t : Date.parse(String(r.time ?? r.t ?? r.at)) / 1000, p: n(r.processed ?? r.p), f: n(r.failed ?? r.f) }))
-    .filter((r) => Number.isFinite(r.t)).sort((a, b) => a.t - b.t);
-  return { x: rows.map((r) => (r.t > 1e11 ? r.t / 1000 : r.t)), p: rows.map((r) => r.p), f: rows.map((r) => r.f) };
+/** Bucket start times (epoch seconds) of a metrics answer. */
+export function bucketTimes(data: Json | undefined): number[] {
+  return (Array.isArray(data?.buckets) ? data!.buckets : []).map((ms: number) => ms / 1000);
+}
+
+/** Column `field` ("processed", "failed" or "ms") of `[p, f, ms]` points. */
+export function column(points: unknown, field: string, fields: string[] = ["processed", "failed", "ms"]): number[] {
+  const index = fields.indexOf(field);
+  return Array.isArray(points) ? points.map((p) => (Array.isArray(p) ? n(p[index]) : 0)) : [];
+}
+
+const PALETTE = ["--w-c1", "--w-c2", "--w-c3", "--w-c4", "--w-c5"];
+
+/** Total run time per bucket of the top classes (the answer's `series`, keyed by class). */
+function TopChart(props: { data: Json }) {
+  const { data } = props;
+  const x = bucketTimes(data);
+  const series = data.series && !Array.isArray(data.series) ? Object.entries(data.series as Json) : [];
+  if (x.length < 2 || series.length === 0) return null;
+  return (
+    <section class="w-panel">
+      <h2>Run time of the top classes <span class="w-muted w-small">seconds per {data.bucket_s >= 600 ? "10 minutes" : "minute"}</span></h2>
+      <Chart label="Total run time per time bucket of the busiest classes" x={x} marks={parseMarks(data.marks)}
+        series={series.slice(0, PALETTE.length).map(([klass, points], i) => ({
+          spec: { label: klass, color: PALETTE[i] },
+          values: column(points, "ms", data.series_fields).map((ms) => ms / 1000),
+        }))} />
+    </section>
+  );
 }
 
 function TopBars(props: { rows: ClassRow[]; period: string }) {
@@ -53,7 +75,7 @@ function TopBars(props: { rows: ClassRow[]; period: string }) {
           <li key={r.klass}>
             <span class="w-bar-label">{r.klass}</span>
             <span class="w-bar-track"><span class="w-bar" style={{ width: `${(r.totalMs / max) * 100}%` }} /></span>
-            <span class="w-bar-value">{(r.totalMs / 1000).toFixed(1)} s</span>
+            <span class="w-bar-value">{formatDuration(r.totalMs / 1000)}</span>
           </li>
         ))}
       </ul>
@@ -74,10 +96,9 @@ export default function Metrics(props: { query: URLSearchParams }) {
   // The one-hour view refreshes with the poll; longer windows change too slowly to bother.
   const res = useResource(() => api.metrics({ period, q }), `metrics-${period}-${q}`, period === "1h");
   const data = res.data as Json | undefined;
-  const list = itemsOf(data, data?.classes ? "classes" : data?.jobs ? "jobs" : "items");
+  const list = itemsOf(data);
   const rows = list.map(classRow).sort((a, b) => b.totalMs - a.totalMs);
   const marks = parseMarks(data?.marks);
-  const series = seriesOf(data);
   return (
     <div class="w-page">
       <div class="w-panel-head">
@@ -88,14 +109,7 @@ export default function Metrics(props: { query: URLSearchParams }) {
       <ErrorBox error={res.error} />
       {!data && !res.error && <Loading />}
       {data && rows.length === 0 && <Empty>No job has finished in this period{q ? " with a matching class name" : ""}.</Empty>}
-      {series && series.x.length > 1 && (
-        <section class="w-panel">
-          <h2>Executions per minute</h2>
-          <Chart label="Jobs processed and failed per minute" x={series.x} marks={marks}
-            series={[{ spec: { label: "Processed", color: "--w-processed", fill: true }, values: series.p },
-              { spec: { label: "Failed", color: "--w-failed", fill: true }, values: series.f }]} />
-        </section>
-      )}
+      {data && rows.length > 0 && <TopChart data={data} />}
       <TopBars rows={rows} period={period} />
       {rows.length > 0 && (
         <div class="w-table-wrap">
@@ -107,7 +121,7 @@ export default function Metrics(props: { query: URLSearchParams }) {
                   <td><Link to={`metrics/${encodeURIComponent(r.klass)}`} query={{ period: ["1h", "2h", "4h", "8h"].includes(period) && period !== "1h" ? period : "" }}>{r.klass}</Link></td>
                   <td class="w-num">{formatNumber(r.processed)}</td>
                   <td class="w-num">{formatNumber(r.failed)}</td>
-                  <td class="w-num">{(r.totalMs / 1000).toFixed(2)} s</td>
+                  <td class="w-num">{formatDuration(r.totalMs / 1000)}</td>
                   <td class="w-num">{r.meanMs === null ? "—" : `${Number(r.meanMs).toFixed(1)} ms`}</td>
                 </tr>
               ))}

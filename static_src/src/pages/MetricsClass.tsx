@@ -3,25 +3,28 @@
 import { api, itemsOf, type Json } from "../api";
 import { Chart, parseMarks } from "../components/Chart";
 import { Empty, ErrorBox, Link, Loading } from "../components/ui";
-import { formatNumber } from "../format";
+import { formatDuration, formatNumber } from "../format";
 import { useResource } from "../hooks";
-import { classRow, PeriodPicker, seriesOf } from "./Metrics";
+import { bucketTimes, classRow, column, PeriodPicker } from "./Metrics";
 
 const PERIODS = ["1h", "2h", "4h", "8h"];
 
-/** Histogram buckets as [label, count] from a list or a {label: count} object. */
+function ms(bound: number): string {
+  return bound >= 1000 ? `${bound / 1000} s` : `${bound} ms`;
+}
+
+/** Histogram rows [label, count] from `{bounds_ms, counts}`: bucket i holds runs shorter
+ * than bounds[i], the last one everything longer; empty buckets at both ends are dropped. */
 function buckets(data: Json | undefined): [string, number][] {
-  const h = data?.histogram ?? data?.hist;
-  if (!h) return [];
-  if (Array.isArray(h)) {
-    return h.map((b: any, i: number) => Array.isArray(b)
-      ? [String(b[0]), Number(b[1]) || 0]
-      : [String(b.label ?? b.bucket ?? b.le ?? i), Number(b.count ?? b.value) || 0]);
-  }
-  if (Array.isArray(h.counts)) {
-    return h.counts.map((c: number, i: number) => [String(h.labels?.[i] ?? h.buckets?.[i] ?? i), Number(c) || 0]);
-  }
-  return Object.entries(h).map(([label, count]) => [label, Number(count) || 0]);
+  const h = data?.histogram;
+  const bounds: number[] = Array.isArray(h?.bounds_ms) ? h.bounds_ms : [];
+  const counts: number[] = Array.isArray(h?.counts) ? h.counts.map(Number) : [];
+  const rows = counts.map((c, i): [string, number] =>
+    [i < bounds.length ? `< ${ms(bounds[i])}` : `≥ ${ms(bounds[bounds.length - 1])}`, c || 0]);
+  const first = rows.findIndex(([, c]) => c > 0);
+  if (first < 0) return [];
+  const last = rows.length - 1 - [...rows].reverse().findIndex(([, c]) => c > 0);
+  return rows.slice(first, last + 1);
 }
 
 export default function MetricsClass(props: { params: string[]; query: URLSearchParams }) {
@@ -32,7 +35,8 @@ export default function MetricsClass(props: { params: string[]; query: URLSearch
   const totals = data ? classRow({ class: klass, ...(data.totals ?? data.summary ?? data) }) : null;
   const hist = buckets(data);
   const max = Math.max(1, ...hist.map(([, c]) => c));
-  const series = seriesOf(data);
+  const x = bucketTimes(data);
+  const fields = data?.series_fields;
   const marks = parseMarks(data?.marks);
   return (
     <div class="w-page">
@@ -47,14 +51,14 @@ export default function MetricsClass(props: { params: string[]; query: URLSearch
         <dl class="w-facts w-facts-row">
           <div><dt>Processed</dt><dd>{formatNumber(totals.processed)}</dd></div>
           <div><dt>Failed</dt><dd>{formatNumber(totals.failed)}</dd></div>
-          <div><dt>Total time</dt><dd>{(totals.totalMs / 1000).toFixed(2)} s</dd></div>
+          <div><dt>Total time</dt><dd>{formatDuration(totals.totalMs / 1000)}</dd></div>
           <div><dt>Mean time</dt><dd>{totals.meanMs === null ? "—" : `${Number(totals.meanMs).toFixed(1)} ms`}</dd></div>
         </dl>
       )}
       {data && (
         <section class="w-panel">
           <h2>Execution time histogram</h2>
-          {hist.every(([, c]) => c === 0)
+          {hist.length === 0
             ? <Empty>No execution of {klass} was recorded in this period.</Empty>
             : (
               <ul class="w-bars w-histogram" aria-label="Executions per time bucket">
@@ -69,12 +73,12 @@ export default function MetricsClass(props: { params: string[]; query: URLSearch
             )}
         </section>
       )}
-      {series && series.x.length > 1 && (
+      {data && x.length > 1 && (
         <section class="w-panel">
           <h2>Executions per minute</h2>
-          <Chart label={`${klass}: executions per minute`} x={series.x} marks={marks}
-            series={[{ spec: { label: "Processed", color: "--w-processed", fill: true }, values: series.p },
-              { spec: { label: "Failed", color: "--w-failed", fill: true }, values: series.f }]} />
+          <Chart label={`${klass}: executions per minute`} x={x} marks={marks}
+            series={[{ spec: { label: "Processed", color: "--w-processed", fill: true }, values: column(data.series, "processed", fields) },
+              { spec: { label: "Failed", color: "--w-failed", fill: true }, values: column(data.series, "failed", fields) }]} />
         </section>
       )}
     </div>

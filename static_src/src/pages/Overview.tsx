@@ -76,16 +76,17 @@ const REDIS_FIELDS: [string, string][] = [
 function RedisPanel() {
   const { stats } = useStats();
   const redis = (stats?.redis || stats?.redis_info) as Json | undefined;
-  const serverMs = stats?.server_time_ms ?? stats?.now_ms;
+  const serverMs = redis?.server_time_ms ?? stats?.server_time_ms;
   return (
     <section class="w-panel" aria-label="Redis">
       <h2>Redis</h2>
       {!redis && <p class="w-muted">{stats ? "No Redis information in this answer." : "Loading…"}</p>}
       {redis && (
         <dl class="w-facts w-facts-row">
-          {REDIS_FIELDS.map(([key, label]) => (
+          {REDIS_FIELDS.filter(([key]) => key !== "redis_version" || !redis.valkey_version).map(([key, label]) => (
             <div key={key}><dt>{label}</dt><dd>{redis[key] === undefined ? "—" : String(redis[key])}</dd></div>
           ))}
+          {redis.valkey_version && <div><dt>Valkey</dt><dd>{String(redis.valkey_version)}</dd></div>}
           {serverMs && <div><dt>Server time</dt><dd>{formatTime(serverMs, "utc")}</dd></div>}
         </dl>
       )}

@@ -15,8 +15,8 @@ export function loopClass(loop: Json): string {
   return String(loop.display_class ?? loop.class ?? loop.klass ?? "");
 }
 
-export const lastFire = (loop: Json) => toMs(loop.last_fire_ms ?? loop.last_run_ms ?? loop.lf);
-export const nextFire = (loop: Json) => toMs(loop.next_fire_ms ?? loop.next_run_ms ?? loop.nf);
+export const lastFire = (loop: Json) => toMs(loop.last_fired_at_ms ?? loop.last_fire_ms ?? loop.lf);
+export const nextFire = (loop: Json) => toMs(loop.next_fire_at_ms ?? loop.next_fire_ms ?? loop.nf);
 
 export function loopActions(loop: Json) {
   const lid = loopId(loop);
@@ -63,7 +63,7 @@ function LoopRow(props: { loop: Json }) {
       <td><code>{String(loop.schedule ?? loop.cron ?? "")}</code>
         {loop.description && <div class="w-small">{String(loop.description)}</div>}
         {loop.tz && <div class="w-small w-muted">{String(loop.tz)}</div>}</td>
-      <td><code class="w-args">{loop.args === undefined ? "" : JSON.stringify(loop.args)}</code></td>
+      <td><code class="w-args">{String(loop.args_preview ?? (loop.args === undefined ? "" : JSON.stringify(loop.args)))}</code></td>
       <td><LoopTime ms={loop.paused ? null : nextFire(loop)} tz={loop.tz} /></td>
       <td><LoopTime ms={lastFire(loop)} tz={loop.tz} /></td>
       {session.canAct && (
@@ -79,7 +79,7 @@ function LoopRow(props: { loop: Json }) {
 export default function Periodic() {
   const res = useResource(() => api.periodic(), "periodic");
   const data = res.data as Json | undefined;
-  const loops = itemsOf(data, data?.loops ? "loops" : "items");
+  const loops = itemsOf(data);
   const nowMs = toMs(data?.now_ms ?? data?.server_time_ms);
   return (
     <div class="w-page">

@@ -34,8 +34,12 @@ export default function PeriodicLoop(props: { params: string[] }) {
               <tr><th scope="row">Schedule</th><td><code>{String(loop.schedule ?? loop.cron ?? "")}</code> {loop.description && <span>{String(loop.description)}</span>}</td></tr>
               <tr><th scope="row">Time zone</th><td>{String(loop.tz ?? "UTC")}</td></tr>
               <tr><th scope="row">Queue</th><td>{String(loop.queue ?? "default")}</td></tr>
-              <tr><th scope="row">Arguments</th><td><Pre text={JSON.stringify(loop.args ?? [], null, 2)} /></td></tr>
-              {loop.options && <tr><th scope="row">Options</th><td><Pre text={typeof loop.options === "string" ? loop.options : JSON.stringify(loop.options, null, 2)} /></td></tr>}
+              <tr><th scope="row">Arguments</th><td><Pre text={loop.args !== undefined ? JSON.stringify(loop.args, null, 2) : String(loop.args_preview ?? "[]")} /></td></tr>
+              {loop.options && Object.keys(loop.options).length > 0 && (
+                <tr><th scope="row">Options</th><td>
+                  <dl class="w-options">{Object.entries(loop.options as Json).map(([k, v]) => <div key={k}><dt>{k}</dt><dd class="w-mono">{typeof v === "string" ? v : JSON.stringify(v)}</dd></div>)}</dl>
+                </td></tr>
+              )}
               <tr><th scope="row">Next run</th><td><LoopTime ms={loop.paused ? null : nextFire(loop)} tz={loop.tz} /></td></tr>
               <tr><th scope="row">Last run</th><td><LoopTime ms={lastFire(loop)} tz={loop.tz} /></td></tr>
             </tbody>
@@ -47,7 +51,7 @@ export default function PeriodicLoop(props: { params: string[] }) {
                 <thead><tr><th>Time</th><th>JID</th></tr></thead>
                 <tbody>
                   {history.map((h, i) => (
-                    <tr key={i}><td><LoopTime ms={toMs(h.at_ms ?? h.time_ms ?? h.at ?? h.time ?? h.t)} tz={loop.tz} /></td><td class="w-mono">{String(h.jid ?? "")}</td></tr>
+                    <tr key={i}><td><LoopTime ms={toMs(h.fired_at_ms ?? h.at_ms ?? h.at)} tz={loop.tz} /></td><td class="w-mono">{String(h.jid ?? "")}</td></tr>
                   ))}
                 </tbody>
               </table>

@@ -15,7 +15,7 @@ export default function Queue(props: { params: string[]; query: URLSearchParams 
   const direction = props.query.get("direction") === "asc" ? "asc" : "desc";
   const q = props.query.get("q") || "";
   const info = useResource(() => api.queues(), "queues");
-  const queue: Json = itemsOf(info.data, info.data?.queues ? "queues" : "items").find((x) => x.name === name) || { name, size: 0 };
+  const queue: Json = itemsOf(info.data).find((x) => x.name === name) || { name, size: 0 };
   const res = useResource(() => api.queueJobs(name, { page, direction, q }), `queue-${name}-${page}-${direction}-${q}`);
   const items = itemsOf(res.data);
   const { pause, clear } = queueActions(queue);

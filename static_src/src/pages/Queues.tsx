@@ -40,7 +40,7 @@ function QueueRow(props: { q: Json }) {
 
 export default function Queues() {
   const res = useResource(() => api.queues(), "queues");
-  const items = itemsOf(res.data, res.data?.queues ? "queues" : "items");
+  const items = itemsOf(res.data);
   return (
     <div class="w-page">
       <h1>Queues</h1>
