@@ -116,3 +116,12 @@ def check_tasks_backend(app_configs=None, **kwargs):
         return []  # no tasks framework installed, so TASKS is not in use
     from .tasks_backend.checks import check_task_backends
     return check_task_backends()
+
+
+# --- dashboard (wurk_django.dashboard) --------------------------------------------
+
+@register("wurk_dashboard", "urls")
+def check_dashboard(app_configs=None, **kwargs):
+    """DASHBOARD settings, the mount resolving to the dashboard, the bundle (wurk.E2xx)."""
+    from .dashboard.checks import dashboard_problems
+    return dashboard_problems()

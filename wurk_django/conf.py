@@ -2,6 +2,7 @@
 
 import difflib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -172,3 +173,63 @@ def build_config(*, resolve_embedded: bool = True, **overrides) -> Config:
         from .core.embedded_redis import ensure_server, project_folder
         options["redis_url"] = ensure_server(project_folder(project_dir()))
     return Config(**options)
+
+
+# --- the dashboard (WURK["DASHBOARD"]) ---------------------------------------------
+
+ENV_DASHBOARD_READ_ONLY = "WURK_DASHBOARD_READ_ONLY"
+DASHBOARD_KEYS = {"READ_ONLY", "REQUIRE_VIEW_PERMISSION", "POLL_INTERVAL", "ASSET_URL",
+                  "BUNDLE_DIR"}
+POLL_CHOICES_S = (0, 2, 5, 10, 20, 60)
+CSP_MIDDLEWARE = "django.middleware.csp.ContentSecurityPolicyMiddleware"
+
+
+@dataclass(frozen=True)
+class DashboardSettings:
+    """What the dashboard needs from settings, read per request so tests can override it.
+
+    `bundle_dir` is the built SPA (default: the package's static/wurk/); `asset_url`
+    switches to serving it from the host's STATIC_URL instead (spec §3.3).
+    """
+
+    read_only: bool = False
+    require_view_permission: bool = False
+    poll_interval_s: int = 5
+    asset_url: str | None = None
+    bundle_dir: Path = Path(__file__).resolve().parent / "static" / "wurk"
+    static_url: str = "/static/"
+    debug: bool = False
+    csrf_header_name: str = "HTTP_X_CSRFTOKEN"
+    csrf_cookie_name: str = "csrftoken"
+    csp_middleware: bool = False
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def dashboard_settings(wurk: Mapping | None = None) -> DashboardSettings:
+    """Read WURK["DASHBOARD"]; env WURK_DASHBOARD_READ_ONLY=1 forces read-only mode."""
+    wurk = wurk_settings() if wurk is None else wurk
+    options = wurk.get("DASHBOARD") or {}
+    if not isinstance(options, Mapping):
+        raise ConfigurationError("WURK['DASHBOARD'] must be a dict, e.g. {'READ_ONLY': True}")
+    unknown = sorted(set(options) - DASHBOARD_KEYS)
+    if unknown:
+        raise ConfigurationError(f"unknown WURK['DASHBOARD'] keys {unknown}; known: "
+                                 f"{', '.join(sorted(DASHBOARD_KEYS))}")
+    poll = options.get("POLL_INTERVAL", 5)
+    if poll not in POLL_CHOICES_S or isinstance(poll, bool):
+        raise ConfigurationError(f"WURK['DASHBOARD']['POLL_INTERVAL'] must be one of "
+                                 f"{POLL_CHOICES_S} seconds (0 = paused), got {poll!r}")
+    bundle = options.get("BUNDLE_DIR")
+    return DashboardSettings(
+        read_only=bool(options.get("READ_ONLY", False)) or _env_flag(ENV_DASHBOARD_READ_ONLY),
+        require_view_permission=bool(options.get("REQUIRE_VIEW_PERMISSION", False)),
+        poll_interval_s=poll, asset_url=options.get("ASSET_URL") or None,
+        bundle_dir=Path(bundle) if bundle else DashboardSettings.bundle_dir,
+        static_url=str(settings.STATIC_URL or "/static/"),
+        debug=bool(settings.DEBUG),
+        csrf_header_name=settings.CSRF_HEADER_NAME,
+        csrf_cookie_name=settings.CSRF_COOKIE_NAME,
+        csp_middleware=CSP_MIDDLEWARE in getattr(settings, "MIDDLEWARE", ()))
