@@ -1,0 +1,114 @@
+"""Dashboard paging benchmark: page time must not grow with the size of the set.
+
+Fills the `retry` sorted set with N jobs (pipelined ZADD in chunks), then times the
+dashboard's `api/sets/retries` endpoint (the Django view, through the test client,
+as a logged-in superuser) and the core `RetrySet.page()` it calls, at page 1 and at
+the last page. A script, not a test: nothing here asserts a time.
+
+    python benchmarks/dashboard_paging.py                 # 10^3, 10^5 and 10^6 jobs
+    python benchmarks/dashboard_paging.py --sizes 1000 100000 --repeat 50
+
+It starts a private redis-server on a free port (as the test suite does) and uses a
+throw-away SQLite database, so it touches nothing of yours.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+FILL_CHUNK = 10_000
+PAGE_SIZE = 25
+
+
+def payload(index: int) -> bytes:
+    return (b'{"class":"app.tasks.Charge","args":[%d,"order-%d"],"queue":"default",'
+            b'"jid":"%024x","created_at":1739522580123,"retry_count":3,'
+            b'"error_class":"ValueError","error_message":"card declined"}'
+            % (index, index, index))
+
+
+def fill(redis_client, key: str, count: int) -> float:
+    started = time.perf_counter()
+    for start in range(0, count, FILL_CHUNK):
+        pipe = redis_client.pipeline(transaction=False)
+        pipe.zadd(key, {payload(i): 1_700_000_000.0 + i
+                        for i in range(start, min(start + FILL_CHUNK, count))})
+        pipe.execute()
+    return time.perf_counter() - started
+
+
+def median_ms(run, repeat: int) -> float:
+    for _ in range(5):  # warm up: connections, URL resolver, session and page caches
+        run()
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples) * 1000
+
+
+def setup_django(redis_url: str, db_path: str):
+    os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+    os.environ["WURK_TEST_DB"] = db_path
+    os.environ["WURK_REDIS_URL"] = os.environ["REDIS_URL"] = redis_url
+    import django
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+    setup_test_environment()  # allows the test client's "testserver" host
+    call_command("migrate", verbosity=0)
+    user = get_user_model().objects.create_superuser("bench", "bench@example.com", None)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 100_000, 1_000_000])
+    parser.add_argument("--repeat", type=int, default=30)
+    args = parser.parse_args()
+
+    import redis
+
+    from tests.support.redis_server import RedisServer
+    server = RedisServer().start()
+    workdir = tempfile.mkdtemp(prefix="wurk-bench-")
+    try:
+        client = setup_django(server.url, os.path.join(workdir, "db.sqlite3"))
+        from wurk_django.core.api import RetrySet
+        redis_client = redis.Redis.from_url(server.url)
+        print(f"{'jobs':>10} {'fill s':>8} {'last page':>10} {'API p1 ms':>10} "
+              f"{'API last ms':>12} {'core p1 ms':>11} {'core last ms':>13}")
+        for size in args.sizes:
+            redis_client.flushall()
+            fill_s = fill(redis_client, "retry", size)
+            last = -(-size // PAGE_SIZE)
+            retries = RetrySet()
+
+            def api(page):
+                response = client.get("/admin/wurk/api/sets/retries",
+                                      {"page": page, "count": PAGE_SIZE})
+                assert response.status_code == 200 and len(response.json()["items"]) > 0
+            timings = [median_ms(lambda: api(1), args.repeat),
+                       median_ms(lambda: api(last), args.repeat),
+                       median_ms(lambda: retries.page(1, PAGE_SIZE), args.repeat),
+                       median_ms(lambda: retries.page(last, PAGE_SIZE), args.repeat)]
+            print(f"{size:>10,} {fill_s:>8.1f} {last:>10,} {timings[0]:>10.2f} "
+                  f"{timings[1]:>12.2f} {timings[2]:>11.2f} {timings[3]:>13.2f}", flush=True)
+    finally:
+        server.cleanup()
+
+
+if __name__ == "__main__":
+    main()
