@@ -19,9 +19,9 @@ from django.views.decorators.cache import cache_control
 from django.views.decorators.csrf import csrf_exempt
 from whitenoise.base import WhiteNoise
 
-from wurk_django.dashboard import assets
-from wurk_django.dashboard.assets import (API, HASHED, SHELL, STABLE, cache_control_for,
-                                          with_cache_control)
+from wurk_django.dashboard import assets, whitenoise_hooks
+from wurk_django.dashboard.cache import (API, HASHED, SHELL, STABLE, cache_control_for,
+                                         with_cache_control)
 from wurk_django.dashboard.views_shell import shell
 
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -374,8 +374,8 @@ def test_row_16_static_url_mode_keeps_the_hosts_value(tmp_path, settings):
         if url.endswith("favicon.svg"):
             headers["Cache-Control"] = "private, max-age=5"
 
-    files = whitenoise_like_the_middleware(root, assets.make_add_headers(host_hook),
-                                           assets.make_immutable_file_test())
+    files = whitenoise_like_the_middleware(root, whitenoise_hooks.make_add_headers(host_hook),
+                                           whitenoise_hooks.make_immutable_file_test())
     assert headers_of(files, "/static/wurk/favicon.svg")["Cache-Control"] == "private, max-age=5"
     assert headers_of(files, "/static/wurk/index.html")["Cache-Control"] == NO_CACHE
     assert headers_of(files, "/static/wurk/" + HASHED_FILES[0])["Cache-Control"] == IMMUTABLE
@@ -387,15 +387,16 @@ def test_row_17_static_url_mode_django_hashed_copies_are_immutable(tmp_path, set
     (root / "assets").mkdir(parents=True)
     (root / "assets" / "Dashboard-cGKycyd0.0123456789ab.js").write_text("1")
     (root / "index.0123456789ab.html").write_text("2")
-    files = whitenoise_like_the_middleware(root, assets.add_headers, assets.immutable_file_test)
+    files = whitenoise_like_the_middleware(root, whitenoise_hooks.add_headers,
+                                           whitenoise_hooks.immutable_file_test)
     hashed = headers_of(files, "/static/wurk/assets/Dashboard-cGKycyd0.0123456789ab.js")
     assert hashed["Cache-Control"] == IMMUTABLE
     # Outside assets/ a Django-hashed name is still a stable file of the bundle.
     assert headers_of(files, "/static/wurk/index.0123456789ab.html")["Cache-Control"] == NO_CACHE
-    test = assets.immutable_file_test
+    test = whitenoise_hooks.immutable_file_test
     assert test("", "/static/admin/css/base.0123456789ab.css") is True  # the host's files
     assert test("", "/static/admin/css/base.css") is False
-    assert assets.make_immutable_file_test(r"\.hashed\.")("", "/static/x.hashed.js") is True
+    assert whitenoise_hooks.make_immutable_file_test(r"\.hashed\.")("", "/static/x.hashed.js") is True
 
 
 # --- row 18: the API --------------------------------------------------------------

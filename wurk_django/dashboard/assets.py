@@ -1,15 +1,12 @@
-"""The SPA bundle: serving it with WhiteNoise's file machinery, and the Cache-Control rules.
+"""The SPA bundle: served by WhiteNoise's file machinery, and its Vite manifest.
 
-One pure function, `cache_control_for`, decides every directive the dashboard
-writes (spec §3.1); WhiteNoise supplies ETags, 304s, ranges and pre-compressed
-variants, and already limits which answers carry the file's headers (§3.3).
+`cache.cache_control_for` decides every directive (spec §3.1); WhiteNoise supplies
+ETags, 304s, ranges and pre-compressed variants, and already limits which answers
+carry the file's headers (§3.3).
 """
 
-import functools
 import json
-import re
 import threading
-from urllib.parse import urlsplit
 
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
@@ -18,56 +15,10 @@ from django.views.decorators.csrf import csrf_exempt
 from whitenoise.base import WhiteNoise
 
 from .. import conf
+from .cache import cache_control_for, kind_of
 
-HASHED, STABLE, SHELL, API = "hashed", "stable", "shell", "api"
-DIRECTIVES = {
-    HASHED: "public, max-age=31536000, immutable",
-    STABLE: "public, no-cache",
-    SHELL: "public, no-cache",
-    API: "no-store",
-}
-CACHEABLE_METHODS = ("GET", "HEAD")
-# Never 405 (cacheable by default, RFC 9110 §15.5.6), 404, 416 or redirects.
-CACHEABLE_STATUSES = (200, 206, 304)
 MANIFEST_PATHS = (".vite/manifest.json", "manifest.json")  # Vite 5+ first
-# What WhiteNoise writes itself: `max-age=<n>, public` and `max-age=<n>, public, immutable`.
-_WHITENOISE_VALUE = re.compile(r"^max-age=\d+, public(, immutable)?$")
-# Django's manifest storage: `name.<12 hex>.ext`.
-_DJANGO_HASHED = re.compile(r"\.[0-9a-f]{12}\.[^/.]+$")
 CHUNK_BYTES = 64 * 1024
-
-
-def cache_control_for(method: str, status: int, kind: str, existing: str | None) -> str | None:
-    """The Cache-Control value to add, or None to add nothing.
-
-    A value only for GET/HEAD answered 200, 206 or 304 that has no Cache-Control yet.
-    """
-    if existing is not None or method not in CACHEABLE_METHODS:
-        return None
-    if status not in CACHEABLE_STATUSES:
-        return None
-    return DIRECTIVES[kind]
-
-
-def with_cache_control(kind: str):
-    """Decorate a view: stamp its answer by `cache_control_for`, keeping any set value."""
-    def decorator(view):
-        def wrapped(request, *args, **kwargs):
-            response = view(request, *args, **kwargs)
-            value = cache_control_for(request.method, response.status_code, kind,
-                                      response.get("Cache-Control"))
-            if value:
-                response["Cache-Control"] = value
-            return response
-
-        functools.update_wrapper(wrapped, view)
-        return wrapped
-    return decorator
-
-
-def kind_of(relative_url: str) -> str:
-    """Files under `assets/` carry a content hash in their names; nothing else does."""
-    return HASHED if relative_url.startswith("assets/") else STABLE
 
 
 def wurk_add_headers(headers, path: str, url: str) -> None:
@@ -207,53 +158,3 @@ def entry_files(manifest: dict) -> dict | None:
 
     walk(entry, True)
     return {"script": manifest[entry]["file"], "preloads": preloads, "css": css}
-
-
-# --- option: the host serves the bundle from STATIC_URL ---------------------------
-
-def _bundle_prefix() -> str:
-    settings = conf.dashboard_settings()
-    return urlsplit(settings.asset_url or settings.static_url + "wurk/").path
-
-
-def _static_kind(url: str) -> str | None:
-    prefix = _bundle_prefix()
-    return kind_of(url[len(prefix):]) if url.startswith(prefix) else None
-
-
-def make_immutable_file_test(host=None):
-    """A WHITENOISE_IMMUTABLE_FILE_TEST: Wurk's `assets/` files are immutable; any other
-    URL goes to `host` (a callable or a regex), else to Django's hashed-name rule."""
-    if isinstance(host, str):
-        host_regex = re.compile(host)
-        host = lambda path, url: bool(host_regex.search(url))  # noqa: E731
-
-    def immutable_file_test(path, url):
-        kind = _static_kind(url)
-        if kind is not None:
-            return kind == HASHED
-        return host(path, url) if host else bool(_DJANGO_HASHED.search(url))
-    return immutable_file_test
-
-
-def make_add_headers(host=None):
-    """A WHITENOISE_ADD_HEADERS_FUNCTION running `host` first; on Wurk's files it then
-    replaces a value in WhiteNoise's own format and keeps any other (the host's)."""
-    def add_headers(headers, path, url):
-        if host:
-            host(headers, path, url)
-        kind = _static_kind(url)
-        if kind is None:
-            return
-        existing = headers.get("Cache-Control")
-        if existing is not None and _WHITENOISE_VALUE.match(existing):
-            del headers["Cache-Control"]
-            existing = None
-        value = cache_control_for("GET", 200, kind, existing)
-        if value:
-            headers["Cache-Control"] = value
-    return add_headers
-
-
-immutable_file_test = make_immutable_file_test()
-add_headers = make_add_headers()

@@ -11,7 +11,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 
 from .. import conf
 from ..core.errors import RedisUnavailableError
-from .assets import API, cache_control_for
+from .cache import API, cache_control_for
 
 VIEW_PERMISSION = "wurk.view_dashboard"
 CHANGE_PERMISSION = "wurk.change_dashboard"

@@ -19,7 +19,8 @@ from django.views.decorators.csrf import csrf_exempt
 
 from .. import conf
 from ..core.version import VERSION
-from .assets import SHELL, entry_files, load_manifest, with_cache_control
+from .assets import entry_files, load_manifest
+from .cache import SHELL, with_cache_control
 from .auth import can_view
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
