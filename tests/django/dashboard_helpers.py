@@ -40,8 +40,9 @@ def grant(user, codename: str):
     return type(user).objects.get(pk=user.pk)  # drop the cached permissions
 
 
-@pytest.fixture
-def users(django_user_model):
+@pytest.fixture(name="users")
+def users_fixture(django_user_model):
+    """Import `users_fixture` into a test module to get the `users` fixture."""
     make = django_user_model.objects.create_user
     changer = make("changer", is_staff=True)
     return {

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from tests.django.dashboard_helpers import (Api, grant, ok, problem_of, redis_snapshot,
-                                            users)  # noqa: F401  (fixture)
+                                            users_fixture)  # noqa: F401  (the users fixture)
 from tests.support.redis_server import free_port
 from tests.support.workers import wait_until
 from wurk_django.core import Client as JobClient

@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tests.django.dashboard_helpers import Api, ok, problem_of, users  # noqa: F401
+from tests.django.dashboard_helpers import Api, ok, problem_of, users_fixture  # noqa: F401
 from wurk_django.core import deploy, keys
 from wurk_django.core.api import MetricsQuery
 from wurk_django.core.metrics import Metrics, bucket_for

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.django.dashboard_helpers import Api, ok, problem_of, users  # noqa: F401
+from tests.django.dashboard_helpers import Api, ok, problem_of, users_fixture  # noqa: F401
 from wurk_django.core import keys
 from wurk_django.core.payload import dumps, encode_backtrace, loads
 

@@ -34,7 +34,8 @@ MANIFEST = {
     "src/main.tsx": {"file": "assets/wurk-AbCd1234.js", "isEntry": True, "src": "src/main.tsx",
                      "imports": ["_hooks-CApgekOi.js"], "css": ["assets/Chart-CnsZ1jie.css"],
                      "dynamicImports": ["src/pages/Busy.tsx"]},
-    "_hooks-CApgekOi.js": {"file": "assets/hooks-CApgekOi.js", "css": ["assets/hooks-Aa11Bb22.css"]},
+    "_hooks-CApgekOi.js": {"file": "assets/hooks-CApgekOi.js",
+                           "css": ["assets/hooks-Aa11Bb22.css"]},
     "src/pages/Busy.tsx": {"file": "assets/Busy-DerE7sfH.js", "isDynamicEntry": True},
 }
 
@@ -396,7 +397,8 @@ def test_row_17_static_url_mode_django_hashed_copies_are_immutable(tmp_path, set
     test = whitenoise_hooks.immutable_file_test
     assert test("", "/static/admin/css/base.0123456789ab.css") is True  # the host's files
     assert test("", "/static/admin/css/base.css") is False
-    assert whitenoise_hooks.make_immutable_file_test(r"\.hashed\.")("", "/static/x.hashed.js") is True
+    by_regex = whitenoise_hooks.make_immutable_file_test(r"\.hashed\.")
+    assert by_regex("", "/static/x.hashed.js") is True
 
 
 # --- row 18: the API --------------------------------------------------------------

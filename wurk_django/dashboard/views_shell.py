@@ -20,8 +20,8 @@ from django.views.decorators.csrf import csrf_exempt
 from .. import conf
 from ..core.version import VERSION
 from .assets import entry_files, load_manifest
-from .cache import SHELL, with_cache_control
 from .auth import can_view
+from .cache import SHELL, with_cache_control
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "object-src 'none'; base-uri 'self'; frame-ancestors 'self'")
