@@ -31,8 +31,8 @@ export async function run(action: () => Promise<MutationResult>, options: RunOpt
 }
 
 /** "3 jobs", "1 job". */
-export const plural = (n: number | undefined, word: string): string =>
-  `${(n ?? 0).toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
+export const plural = (n: number | undefined, word: string, many = word + "s"): string =>
+  `${(n ?? 0).toLocaleString("en-US")} ${n === 1 ? word : many}`;
 
 /** A toast line from the counts a mutation returned. */
 export function describe(result: MutationResult, verb: string): string {

@@ -132,8 +132,9 @@ class Dashboard:
         self.page.click("input[type=submit]")
         self.page.wait_for_url(re.compile(re.escape(self.url()) + r"$"))
         self.page.wait_for_selector(".w-app")
-        self.page.wait_for_function(
-            "/^[0-9,]+$/.test(document.querySelector('[data-stat=processed] dd')?.textContent)")
+        # The polled numbers have arrived (no wait_for_function: the CSP forbids eval).
+        self.page.locator('[data-stat="processed"] dd').filter(
+            has_text=re.compile(r"^[0-9,]+$")).wait_for()
         self.logged_in = True
 
     def open(self, path: str = "") -> None:

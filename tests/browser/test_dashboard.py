@@ -5,6 +5,7 @@ import os
 import re
 import time
 import uuid
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -43,11 +44,27 @@ def enqueue(redis_client, payload: str) -> None:
     redis_client.lpush(f"queue:{queue}", payload)
 
 
+def seed_history(redis_client, config, days: int = 30) -> str:
+    """Daily counters for the last `days` days and one deploy mark; returns its label."""
+    from wurk_django.core import deploy
+
+    today = datetime.now(timezone.utc).date()
+    for n in range(days):
+        day = (today - timedelta(days=n)).isoformat()
+        redis_client.set(f"stat:processed:{day}", 4000 + 60 * ((n * 7) % 23) - 30 * n - (2500 if n == 0 else 0))
+        redis_client.set(f"stat:failed:{day}", 20 + (n * 13) % 40)
+    label = "v1.4.2 (a1b2c3d)"
+    deploy.mark(label, at=datetime.now(timezone.utc) - timedelta(days=4), config=config)
+    return label
+
+
 def test_processed_count_rises_while_a_worker_runs(dashboard, admin_user, start_worker,
-                                                   config, console):
+                                                   config, redis_client, console):
     from tests.core.jobs import record
 
+    label = seed_history(redis_client, config)
     dashboard.login(admin_user)
+    dashboard.page.locator(".w-marks", has_text=label).wait_for()
     assert dashboard.stat("processed") == 0
     start_worker("-c", "2", "-q", "default", *FAST)
     for n in range(30):
@@ -56,6 +73,14 @@ def test_processed_count_rises_while_a_worker_runs(dashboard, admin_user, start_
     wait_until(lambda: dashboard.stat("processed") >= 30, timeout_s=30,
                message="the processed count to reach 30 in the top bar")
     assert dashboard.stat("failed") == 0
+    # More work over the next polls, so the realtime chart has a shape to draw.
+    for burst in (12, 25, 6):
+        for n in range(burst):
+            record.perform_async(n)
+        dashboard.page.wait_for_timeout(2100)
+    wait_until(lambda: dashboard.stat("processed") >= 73, timeout_s=30,
+               message="the processed count to reach 73")
+    dashboard.page.get_by_text("Collecting:").wait_for(state="detached")
     # The realtime chart draws the differences between polls on a canvas.
     assert dashboard.page.locator(".w-chart canvas").count() >= 2
     dashboard.screenshot("overview")

@@ -59,6 +59,16 @@ function marksPlugin(marks: () => Mark[]): uPlot.Plugin {
   };
 }
 
+// Whole seconds and minutes only: a poll chart spans a few minutes, a metrics chart hours.
+const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+
+function clock(t: number, step: number, zone: Zone): string {
+  const d = new Date(t * 1000);
+  const [h, m, s] = zone === "utc" ? [d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()] : [d.getHours(), d.getMinutes(), d.getSeconds()];
+  const two = (n: number) => String(n).padStart(2, "0");
+  return step < 60 ? `${two(h)}:${two(m)}:${two(s)}` : `${two(h)}:${two(m)}`;
+}
+
 function options(props: Props, width: number, marks: () => Mark[], zone: Zone): uPlot.Options {
   const axisColor = cssVar("--w-fg-quiet", "#666");
   const grid = { stroke: cssVar("--w-hairline", "#e8e8e8"), width: 1 };
@@ -73,7 +83,9 @@ function options(props: Props, width: number, marks: () => Mark[], zone: Zone): 
     legend: { live: true },
     scales: { x: { time: true } },
     axes: [
-      props.dayTicks ? { ...axis, values: "{YYYY}-{MM}-{DD}" as any, space: 90 } : axis,
+      props.dayTicks
+        ? { ...axis, values: "{YYYY}-{MM}-{DD}" as any, space: 90 }
+        : { ...axis, space: 70, incrs: TIME_STEPS, values: (_u: uPlot, splits: number[], _i: number, _s: number, step: number) => splits.map((t) => clock(t, step, zone)) },
       { ...axis, size: 60 },
     ],
     series: [

@@ -5,6 +5,7 @@ import { api, type Json } from "../api";
 import { Chart, parseMarks } from "../components/Chart";
 import { ErrorBox, Loading, Segmented } from "../components/ui";
 import { formatNumber, formatTime } from "../format";
+import { plural } from "../actions";
 import { useResource } from "../hooks";
 import { usePoll } from "../poll";
 import { intParam, setQuery } from "../router";
@@ -19,12 +20,14 @@ const SERIES = [
 function Realtime() {
   useStats(); // re-render after each poll
   const { intervalS } = usePoll();
+  const ready = realtime.t.length >= 2; // one point gives uPlot no time range to draw
   return (
     <section class="w-panel">
       <h2>Realtime <span class="w-muted w-small">jobs per poll{intervalS ? `, every ${intervalS} s` : ", paused"}</span></h2>
-      {realtime.t.length < 2 && <p class="w-muted w-small">Collecting: the chart starts after two polls.</p>}
-      <Chart label="Processed and failed jobs between polls" x={[...realtime.t]}
-        series={[{ spec: SERIES[0], values: [...realtime.processed] }, { spec: SERIES[1], values: [...realtime.failed] }]} />
+      {!ready && <p class="w-muted w-small">Collecting: the chart starts after two polls.</p>}
+      <Chart label="Processed and failed jobs between polls" x={ready ? [...realtime.t] : []}
+        series={[{ spec: SERIES[0], values: ready ? [...realtime.processed] : [] },
+          { spec: SERIES[1], values: ready ? [...realtime.failed] : [] }]} />
     </section>
   );
 }
@@ -100,7 +103,7 @@ function Summary() {
   if (!stats) return null;
   return (
     <p class="w-summary">
-      {formatNumber(stats.processes)} processes, {formatNumber(stats.busy)} jobs running,{" "}
+      {plural(stats.processes, "process", "processes")}, {plural(stats.busy, "job")} running,{" "}
       {formatNumber(stats.enqueued)} waiting in queues.
     </p>
   );
