@@ -341,6 +341,21 @@ def test_the_shell_hands_config_to_the_spa_and_sets_csp(bundle, staff):
 
 
 @pytest.mark.django_db
+def test_django_6_csp_middleware_gets_a_per_view_override(bundle, staff, settings):
+    from importlib.util import find_spec
+    if find_spec("django.middleware.csp") is None:
+        pytest.skip("Django < 6 has no CSP middleware; the header is set directly")
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE,
+                           "django.middleware.csp.ContentSecurityPolicyMiddleware"]
+    settings.SECURE_CSP = {"default-src": ["'none'"], "script-src": ["https://cdn.example"]}
+    client = Client()
+    client.force_login(staff)
+    policy = client.get("/admin/wurk/")["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "cdn.example" not in policy
+    assert "frame-ancestors 'self'" in policy and "img-src 'self' data:" in policy
+
+
+@pytest.mark.django_db
 def test_without_a_bundle_the_shell_says_so(tmp_path, settings, staff):
     settings.WURK = {**settings.WURK, "DASHBOARD": {"BUNDLE_DIR": str(tmp_path / "none")}}
     client = Client()

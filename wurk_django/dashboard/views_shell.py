@@ -114,4 +114,7 @@ def _redirect_to_shell(request):
     return HttpResponseRedirect(reverse("wurk:shell"))
 
 
+_redirect_to_shell.login_required = False  # admin_view sends anonymous users to its login
+
+
 admin_redirect_view = admin.site.admin_view(_redirect_to_shell)
