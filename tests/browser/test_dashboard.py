@@ -179,6 +179,30 @@ def test_staff_without_change_permission_sees_no_buttons(dashboard, django_user_
     assert dashboard.page.locator("main button[data-action]").count() == 0
 
 
+def test_periodic_job_pause_resume_and_run_now(dashboard, admin_user, redis_client):
+    # No worker here: a leader's cron engine would drop a loop that no code declares.
+    redis_client.sadd("periodic", "loop1")
+    redis_client.hset("loops:loop1", mapping={
+        "schedule": "*/5 * * * *", "klass": "tests.core.jobs.record", "tz": "Europe/Paris",
+        "options": json.dumps({"queue": "default", "args": [1]}), "paused": "0",
+        "lf": str(int(time.time()) - 120), "nf": str(int(time.time()) + 180)})
+    dashboard.login(admin_user)
+    dashboard.open("periodic")
+    row = dashboard.page.locator('tr[data-loop="loop1"]')
+    row.get_by_role("button", name="Pause").click()
+    row.locator(".w-badge", has_text="paused").wait_for()
+    assert redis_client.hget("loops:loop1", "paused") == b"1"
+    row.get_by_role("button", name="Resume").click()
+    row.locator(".w-badge", has_text="paused").wait_for(state="detached")
+    dashboard.screenshot("periodic")
+    row.get_by_role("button", name="Run now").click()
+    wait_until(lambda: redis_client.llen("queue:default") == 1, message="the loop's job")
+    assert json.loads(redis_client.lindex("queue:default", 0))["args"] == [1]
+    row.get_by_role("link", name="tests.core.jobs.record").click()
+    dashboard.page.locator("main h1", has_text="tests.core.jobs.record").wait_for()
+    dashboard.screenshot("periodic-loop")
+
+
 def test_every_page_renders(dashboard, admin_user, redis_client, start_worker, config):
     """Each page with data in it, for the screenshots; deep links open directly."""
     from tests.core.jobs import record
@@ -190,18 +214,12 @@ def test_every_page_renders(dashboard, admin_user, redis_client, start_worker, c
     add_to_set(redis_client, "retry", failed_payload(1), time.time() + 300)
     add_to_set(redis_client, "schedule", job_payload(2), time.time() + 3600)
     add_to_set(redis_client, "dead", failed_payload(3))
-    redis_client.sadd("periodic", "loop1")
-    redis_client.hset("loops:loop1", mapping={
-        "schedule": "*/5 * * * *", "klass": "tests.core.jobs.record", "tz": "UTC",
-        "options": json.dumps({"queue": "default", "args": [1]}), "paused": "0",
-        "lf": str(int(time.time()) - 120), "nf": str(int(time.time()) + 180)})
     dashboard.login(admin_user)
     wait_until(lambda: dashboard.stat("processed") >= 5, timeout_s=30,
                message="the worker to process the jobs")
     pages = {
         "busy": "Busy", "queues/low": "Queue low", "scheduled": "Scheduled",
         "retries": "Retries", "metrics": "Metrics", "metrics/tests.core.jobs.record": "tests.core.jobs.record",
-        "periodic": "Periodic jobs", "periodic/loop1": "tests.core.jobs.record",
         "batches": "Batches", "limiters": "Limiters", "": "Overview", "retries?sort=desc&q=ValueError": "Retries",
     }
     for path, heading in pages.items():
