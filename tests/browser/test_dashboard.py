@@ -134,20 +134,29 @@ def test_html_in_arguments_is_shown_as_text_and_never_runs(dashboard, admin_user
     assert console.dialogs == []
 
 
-def test_delete_all_asks_with_the_count_first(dashboard, admin_user, redis_client):
-    for n in range(3):
-        add_to_set(redis_client, "retry", failed_payload(n), time.time() + 60 * (n + 1))
+def test_bulk_kill_then_delete_all_with_the_count_confirmed(dashboard, admin_user,
+                                                           redis_client):
+    jids = [add_to_set(redis_client, "retry", failed_payload(n), time.time() + 60 * (n + 1))
+            for n in range(4)]
     dashboard.login(admin_user)
     dashboard.open("retries")
-    dashboard.page.locator('button[data-all-action="delete"]').click()
-    dialog = dashboard.page.locator("dialog[open]")
-    assert "3 jobs" in dialog.inner_text()
+    page = dashboard.page
+    for jid in jids[:2]:
+        page.locator(f'tr[data-jid="{jid}"] input[type=checkbox]').check()
+    page.locator('button[data-bulk-action="kill"]').click()
+    dialog = page.locator("dialog[open]")
+    assert "2 jobs" in dialog.inner_text()
+    dialog.get_by_role("button", name="Kill").click()
+    page.locator(f'tr[data-jid="{jids[0]}"]').wait_for(state="detached")
+    assert redis_client.zcard("dead") == 2
+    page.locator('button[data-all-action="delete"]').click()
+    assert "2 jobs" in dialog.inner_text()
     dashboard.screenshot("retries-confirm-all")
     dialog.get_by_role("button", name="Cancel").click()
-    assert redis_client.zcard("retry") == 3
-    dashboard.page.locator('button[data-all-action="delete"]').click()
-    dialog.get_by_role("button", name=re.compile(r"Delete all \(3\)")).click()
-    dashboard.page.get_by_text("No job is waiting for a retry").wait_for()
+    assert redis_client.zcard("retry") == 2
+    page.locator('button[data-all-action="delete"]').click()
+    dialog.get_by_role("button", name=re.compile(r"Delete all \(2\)")).click()
+    page.get_by_text("No job is waiting for a retry").wait_for()
     assert redis_client.zcard("retry") == 0
 
 
