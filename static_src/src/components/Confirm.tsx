@@ -45,8 +45,9 @@ export function ConfirmHost() {
           <h2 id="w-dialog-title">{q.title}</h2>
           <p>{q.body}</p>
           <div class="w-dialog-buttons">
-            <button type="button" class="w-btn" onClick={() => close(false)}>Cancel</button>
-            <button type="submit" class={q.danger ? "w-btn w-btn-danger" : "w-btn w-btn-primary"} autofocus>
+            {/* A destructive question starts on Cancel, so a stray Enter changes nothing. */}
+            <button type="button" class="w-btn" autofocus={q.danger} onClick={() => close(false)}>Cancel</button>
+            <button type="submit" class={q.danger ? "w-btn w-btn-danger" : "w-btn w-btn-primary"} autofocus={!q.danger}>
               {q.confirm}
             </button>
           </div>
