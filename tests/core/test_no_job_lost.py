@@ -144,19 +144,13 @@ def test_a_job_that_kills_its_worker_is_dead_after_the_third_reclaim(config, swa
     first = entries[0]
     assert first["error_class"] == "wurk_django.core.poison.Poisoned"
     assert "KillsItsWorker was recovered 3 times" in first["error_message"]
-    # Once per reclaim. Not `== 3` yet: the reaper moves a pill back to its queue before
-    # the poison check, so a fetcher parked in BLMOVE may run it a 4th time (see the
-    # xfail test below); tighten this when that is fixed.
-    assert runs >= 3
+    # Once per reclaim: the third reclaim goes to `dead` before any fetcher can take it.
+    assert runs == 3
     assert wait_for_children(redis_client, worker.pid, 2)
     worker.send(signal.SIGTERM)
     assert worker.wait(15) == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "fetch/reaper.py Reaper.drain moves a job to its public queue before the poison "
-    "check: Redis hands it at once to a fetcher parked in BLMOVE, so the pill runs a "
-    "4th time (and kills again) although it was also sent to `dead`"))
 def test_a_poison_pill_is_never_handed_to_a_parked_fetcher(reaper, redis_client, redis_url):
     [raw] = fill(redis_client, "queue:q|gone|9|ffffffffffff|0", "pill")
     redis_client.set(keys.recovered(loads(raw)["jid"]), 2)  # killed its worker twice

@@ -39,8 +39,8 @@ def clear(connection, jid: str) -> None:
         connection.client.delete(keys.recovered(jid))
 
 
-def kill(connection, config, raw: bytes, job: dict, count: int, queue: str) -> None:
-    """Move a poison pill from its public queue to `dead`, stamped with the reason."""
+def kill(connection, config, raw: bytes, job: dict, count: int, source_key: str) -> None:
+    """Move a poison pill from the list it is in to `dead`, stamped with the reason."""
     exc = Poisoned(f"{job.get('class')} was recovered {count} times without completing "
                    f"(it may be crashing its worker)")
     job = dict(job)
@@ -49,13 +49,15 @@ def kill(connection, config, raw: bytes, job: dict, count: int, queue: str) -> N
     logger.warning("Poison pill %s (%s) sent to the dead set after %d reclaims",
                    job.get("jid"), job.get("class"), count)
     send_to_dead(connection, config, dumps(job))
-    # The reclaim put it on the fetch end (the right); remove that copy.
-    connection.client.lrem(keys.queue(queue), -1, raw)
+    # Removed only once it is in `dead`: a crash in between repeats the kill, never
+    # loses the job. The reaper reads from the right end, so remove from there.
+    connection.client.lrem(source_key, -1, raw)
     run_death_handlers(config, job, exc)
 
 
-def check_reclaimed(connection, config, raw: bytes, queue: str) -> bool:
-    """After a reclaim: count it and kill the job past the cap. True if it was killed."""
+def check_reclaimed(connection, config, raw: bytes, source_key: str) -> bool:
+    """Count a reclaim of `raw` (still in `source_key`, a dead owner's private list) and
+    kill the job past the cap. True if it was killed."""
     try:
         job = loads(raw)
     except (ValueError, UnicodeDecodeError):
@@ -66,5 +68,5 @@ def check_reclaimed(connection, config, raw: bytes, queue: str) -> bool:
     count = bump(connection, jid)
     if not is_poison(count):
         return False
-    kill(connection, config, raw, job, count, queue)
+    kill(connection, config, raw, job, count, source_key)
     return True

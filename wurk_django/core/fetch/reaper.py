@@ -101,12 +101,14 @@ class LiveOwners:
 
 
 class Reaper:
-    """A boot sweep, a scoped sweep every interval under a lock, a full sweep hourly."""
+    """A boot sweep, a scoped sweep every interval under a lock, a full sweep hourly
+    (by the leader only, when given a leadership check)."""
 
-    def __init__(self, config, connection, queues: list[str]):
+    def __init__(self, config, connection, queues: list[str], is_leader=None):
         self.config = config
         self.connection = connection
         self.queues = queues
+        self._is_leader = is_leader or (lambda: True)  # gates the full sweep
         self._warned: set[str] = set()
         self._boot: threading.Thread | None = None
         self._loop = TimerLoop("wurk-reaper", config.reaper_interval_s, self.tick,
@@ -134,7 +136,8 @@ class Reaper:
         client = self.connection.client
         if client.set(keys.REAPER_LOCK, "1", nx=True, ex=max(int(self.config.reaper_interval_s), 1)):
             self.sweep_scoped()
-        if client.set(keys.REAPER_FULL_LOCK, "1", nx=True, ex=FULL_SWEEP_INTERVAL_S):
+        if self._is_leader() and client.set(keys.REAPER_FULL_LOCK, "1", nx=True,
+                                            ex=FULL_SWEEP_INTERVAL_S):
             self.sweep_full()
 
     def sweep_scoped(self) -> int:
@@ -176,16 +179,23 @@ class Reaper:
                            self.connection.client.llen(key))
 
     def drain(self, private_key: str, public_key: str) -> int:
-        """Move jobs back one at a time: move first, then the poison check, so a crash
-        mid-drain leaves the job queued (at-least-once)."""
+        """Give jobs back one at a time, oldest first, checking each for poison BEFORE it
+        moves: once public, a fetcher parked in BLMOVE would take a pill at once.
+
+        A crash between the check and the move leaves the job in the private list for
+        the next sweep (at worst counted twice); nothing is lost.
+        """
         moved = 0
-        queue = public_key[len(keys.QUEUE_PREFIX):]
         client = self.connection.client
         while True:
-            raw = client.lmove(private_key, public_key, "RIGHT", "RIGHT")
+            raw = client.lindex(private_key, -1)
             if raw is None:
                 break
             moved += 1
-            if not poison.check_reclaimed(self.connection, self.config, raw, queue):
-                logger.info("Recovered a job from %s to %s", private_key, public_key)
+            if poison.check_reclaimed(self.connection, self.config, raw, private_key):
+                continue
+            # Not retried on a lost reply: a replay would move a second, unchecked job.
+            if client.lmove(private_key, public_key, "RIGHT", "RIGHT") is None:
+                break  # another sweep drained it meanwhile
+            logger.info("Recovered a job from %s to %s", private_key, public_key)
         return moved
