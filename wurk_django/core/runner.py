@@ -34,6 +34,9 @@ class SignalPipe:
             if number is not None:
                 signal.signal(number, self._handler)
                 self.installed.append(number)
+        # A supervisor forks its children with these blocked; deliver what is pending now
+        # that our handlers are in place.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, self.installed)
 
     def _handler(self, number, frame) -> None:
         name = signal.Signals(number).name[3:]

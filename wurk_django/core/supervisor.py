@@ -30,6 +30,8 @@ MEMORY_CHECK_INTERVAL_S = 10.0
 ORPHAN_CHECK_INTERVAL_S = 5.0
 RELAY_INTERVAL_S = 1.0
 PR_SET_PDEATHSIG = 1
+HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGTSTP, signal.SIGUSR1,
+                   signal.SIGUSR2, signal.SIGTTIN)
 
 
 @dataclass
@@ -64,8 +66,8 @@ class Supervisor:
     # --- signals ------------------------------------------------------------------
 
     def _install_signals(self) -> None:
-        for name in ("TERM", "INT", "TSTP", "USR1", "USR2", "TTIN"):
-            signal.signal(getattr(signal, f"SIG{name}"), self._on_signal)
+        for number in HANDLED_SIGNALS:
+            signal.signal(number, self._on_signal)
 
     def _on_signal(self, number, frame) -> None:
         self.pending.append(signal.Signals(number).name[3:])
@@ -138,14 +140,20 @@ class Supervisor:
         for hook in self.before_fork:
             hook()
         parent = os.getpid()
+        # Signals stay blocked across fork(): the child must not run the parent's handler
+        # (its pipe is about to close), and it unblocks them only once the worker has
+        # installed its own (runner.SignalPipe.install), so none is lost meanwhile.
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED_SIGNALS)
         try:
             pid = os.fork()
         except OSError as exc:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
             logger.error("fork() failed for worker slot %d: %s", slot.index, exc)
             self._schedule_restart(slot)
             return None
         if pid == 0:
             self._become_child(parent)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         slot.pid, slot.started = pid, time.monotonic()
         logger.info("Started worker process %d in slot %d", pid, slot.index)
         return pid
@@ -156,8 +164,8 @@ class Supervisor:
         try:
             os.close(self._read_fd)
             os.close(self._write_fd)
-            for name in ("TERM", "INT", "TSTP", "USR1", "USR2", "TTIN"):
-                signal.signal(getattr(signal, f"SIG{name}"), signal.SIG_DFL)
+            for number in HANDLED_SIGNALS:
+                signal.signal(number, signal.SIG_DFL)
             signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # rolling restarts are the parent's
             _die_with_parent(parent)
             status = self.child_main(self.config, self.quiet) or 0
