@@ -331,3 +331,17 @@ def test_the_shell_is_not_reachable_through_api_paths(users):
     problem_of(Api(users["viewer"]).get(""), 404, "not_found")
     response = Client().get("/admin/wurk/api/meta")
     assert response.status_code == 401 and response["Content-Type"] == "application/problem+json"
+
+
+ODD_BODIES = [{"keys": None}, {"keys": [1, 2]}, {"keys": "abc"}, {"action": {}, "keys": []},
+              {"action": ["x"]}, {"confirm_total": 1.5}, {"confirm_total": None}, {"x": [{}]}]
+
+
+@pytest.mark.parametrize("method, path", [(m, p) for m, p, _ in MUTATIONS] + [
+    ("POST", "sets/scheduled/all/enqueue"), ("POST", "periodic/abc/pause")])
+def test_no_body_shape_makes_a_server_error(seeded, users, method, path):
+    root = Api(users["superuser"])
+    for body in ODD_BODIES:
+        response = root.call(method, path, body)
+        assert response.status_code < 500, (body, response.content)
+        assert response["Content-Type"] in ("application/json", "application/problem+json")

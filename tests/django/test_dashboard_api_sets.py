@@ -141,6 +141,8 @@ def test_bulk(root, redis_client):
     problem_of(root.post("sets/dead/bulk", {"action": "kill", "keys": chosen}), 400,
                "invalid_request")
     problem_of(root.post("sets/dead/bulk", {"action": "delete"}), 400, "invalid_request")
+    problem_of(root.post("sets/dead/bulk", {"action": ["retry"], "keys": []}), 400,
+               "invalid_request")
 
 
 def test_all_actions_need_a_count_within_ten_percent(root, redis_client):

@@ -107,7 +107,8 @@ def row_action(request, set_name: str, key: str, action: str = "delete"):
 def bulk(request, set_name: str):
     """POST sets/<set>/bulk {"action", "keys"}: the action on each listed row."""
     spec = SET_ACTIONS[set_name]
-    action = ALIASES.get(request.json.get("action"), request.json.get("action"))
+    action = request.json.get("action")
+    action = ALIASES.get(action, action) if isinstance(action, str) else None
     if action not in spec["row"]:
         raise ApiError("invalid_request", f"action must be one of {sorted(spec['row'])}.")
     keys = body_keys(request, MAX_COUNT)
