@@ -162,6 +162,13 @@ class Config:
     # `(push, transactional) -> bool`: may hold a push until commit; True if it did.
     push_deferrer: Callable[[Callable[[], Any], Any], bool] | None = None
     network_timeout_s: float = 5.0
+    # Cluster leadership (ent §1) and periodic jobs (ent §2); short values are for tests.
+    leader_ttl_s: float = 30
+    leader_renew_s: float = 15
+    leader_retry_s: float = 60
+    cron_tick_s: float = 60
+    cron_tz: str = ""
+    cron_entries: tuple = ()
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -193,6 +200,34 @@ class Config:
         if not str(self.default_job_options.get("queue") or ""):
             raise ConfigurationError("default_job_options must name a non-empty queue")
         set_(self, "capsules_", self._build_capsules())
+        self._check_periodic()
+
+    def _check_periodic(self) -> None:
+        from .cron_schedule import normalize_expression, zone_for
+        for name in ("leader_ttl_s", "leader_renew_s", "leader_retry_s", "cron_tick_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigurationError(f"{name} must be a number of seconds > 0, got {value!r}")
+        if self.leader_renew_s >= self.leader_ttl_s:
+            raise ConfigurationError(
+                f"leader_renew_s ({self.leader_renew_s}) must be shorter than leader_ttl_s "
+                f"({self.leader_ttl_s}), or leadership lapses between renewals")
+        zone_for(self.cron_tz)
+        if isinstance(self.cron_entries, (str, Mapping)):
+            raise ConfigurationError("cron_entries must be a list of entries")
+        object.__setattr__(self, "cron_entries", tuple(self.cron_entries))
+        for index, entry in enumerate(self.cron_entries):
+            if not isinstance(entry, Mapping):
+                raise ConfigurationError(f"cron entry {index} must be a dict with 'cron' and "
+                                         f"'task', got {entry!r:.100}")
+            where = f"cron entry {index} ({entry.get('task')!s:.100})"
+            if not entry.get("task"):
+                raise ConfigurationError(f"{where}: 'task' names no task")
+            try:
+                normalize_expression(entry.get("cron"))
+                zone_for(entry.get("tz"))
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"{where}: {exc}") from None
 
     def _build_capsules(self) -> tuple[Capsule, ...]:
         capsules = [Capsule("default", self.concurrency, self.queues)]

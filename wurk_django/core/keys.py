@@ -18,6 +18,11 @@ REAPER_FULL_LOCK = "super_fetch:reaper:full"
 
 SORTED_SETS = (SCHEDULE, RETRY, DEAD)
 
+# Leader election and periodic jobs (ent §1.1, §2.3).
+LEADER = "dear-leader"
+LEADER_TOKEN = "leader-token"
+PERIODIC = "periodic"
+
 
 def queue(name: str) -> str:
     return QUEUE_PREFIX + name
@@ -26,6 +31,16 @@ def queue(name: str) -> str:
 def private_queue(name: str, host: str, pid: int, nonce: str) -> str:
     """A process's in-flight list for a queue: `queue:<q>|<host>|<pid>|<nonce>|0`."""
     return f"{QUEUE_PREFIX}{name}|{host}|{pid}|{nonce}|0"
+
+
+def loop(lid: str) -> str:
+    """A cron loop's hash: schedule, klass, options, tz, paused, lf, nf."""
+    return f"loops:{lid}"
+
+
+def loop_history(lid: str) -> str:
+    """A cron loop's last fires, newest first: JSON `[fired_at, jid]`."""
+    return f"loop-history:{lid}"
 
 
 def recovered(jid: str) -> str:

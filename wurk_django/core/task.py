@@ -17,6 +17,9 @@ DEFAULT = "default"
 
 RETRY_FOR_MAX = 1_000_000_000
 _CALLABLE_OPTIONS = ("retry_in", "retries_exhausted")
+# `@wurk_task(cron="0 4 * * *", cron_args=[...], cron_tz="UTC")` registers a loop
+# (ent §2.1); these options describe the loop and never reach a job payload.
+CRON_OPTIONS = ("cron", "cron_args", "cron_tz")
 
 
 def normalize_options(options: dict, owner: str) -> dict:
@@ -35,6 +38,23 @@ def normalize_options(options: dict, owner: str) -> dict:
         if options.get(key) is not None and not callable(options[key]):
             raise JobArgumentError(f"{owner}: {key!r} must be callable")
     return options
+
+
+def cron_options(options: dict, owner: str) -> dict:
+    """The loop a task registers itself as, checked at definition time; {} for none."""
+    found = {key: options[key] for key in CRON_OPTIONS if options.get(key) is not None}
+    if not found:
+        return {}
+    if "cron" not in found:
+        raise JobArgumentError(f"{owner}: {', '.join(found)} given without 'cron'")
+    from .cron_schedule import normalize_expression, zone_for
+    from .errors import ConfigurationError
+    try:
+        normalize_expression(found["cron"])
+        zone_for(found.get("cron_tz"))
+    except ConfigurationError as exc:
+        raise JobArgumentError(f"{owner}: cron: {exc}") from None
+    return found
 
 
 def retry_for_seconds(value) -> int:
@@ -69,8 +89,11 @@ class Job:
         # claim the name "HardJob" too.
         own_name = (cls.__dict__.get("wurk_options") or {}).get("name")
         cls.wire_name = str(own_name or owner)
-        cls.resolved_options = {k: v for k, v in merged.items() if k not in TRANSIENT_KEYS}
+        cls.resolved_options = {k: v for k, v in merged.items()
+                                if k not in TRANSIENT_KEYS and k not in CRON_OPTIONS}
         cls.task_options = merged
+        # Not inherited: a subclass of a periodic job is not periodic too.
+        cls.cron_options = cron_options(cls.__dict__.get("wurk_options") or {}, owner)
         REGISTRY.register(cls.wire_name, cls)
 
     def __init__(self):

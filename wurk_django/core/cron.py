@@ -1,0 +1,318 @@
+"""Periodic jobs (ent §2): loops from `cron_entries` and `@wurk_task(cron=...)`, kept
+in Redis, fired by the leader's tick with one atomic claim per occurrence."""
+
+import hashlib
+import importlib.util
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from . import keys
+from .cron_schedule import normalize_expression, schedule_for, zone_for
+from .errors import ConfigurationError, JobArgumentError
+from .payload import check_args, dumps, loads
+from .registry import REGISTRY
+from .task import task_class
+from .timer_loop import TimerLoop
+
+logger = logging.getLogger("wurk")
+
+MISSED_TICK_THRESHOLD_S = 90
+HISTORY_CAP = 25
+# Entry keys with a meaning of their own; any other key is kept in `options`.
+ENTRY_KEYS = ("cron", "task", "queue", "retry", "args", "tz", "paused")
+
+
+def lid_for(schedule: str, klass: str, options: Mapping) -> str:
+    """The loop id: sha1 of schedule, class and the options sorted by key (ent §2.2)."""
+    opts_json = json.dumps(dict(sorted(options.items())), separators=(",", ":"),
+                           ensure_ascii=False)
+    return hashlib.sha1(f"{schedule}|{klass}|{opts_json}".encode()).hexdigest()[:16]
+
+
+def occurrence_jid(lid: str, slot: int) -> str:
+    """The jid of one occurrence: the same slot always gets the same jid, so a double
+    fire (which the claim prevents) would show up as one jid twice."""
+    return hashlib.sha1(f"{lid}|{slot}".encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class CronEntry:
+    """One configured loop, before it is written to Redis."""
+
+    schedule: str
+    klass: str
+    tz: str = ""
+    options: dict = field(default_factory=dict)  # queue, retry, args, extra keys
+    paused: bool | None = None  # None: not given, a new loop starts unpaused
+
+    @property
+    def lid(self) -> str:
+        options = dict(self.options)
+        if self.paused is not None:
+            options["paused"] = self.paused
+        return lid_for(self.schedule, self.klass, options)
+
+
+def resolve_task(task, where: str) -> str:
+    """The wire class name for a task object, a task's import path or wire name, or a
+    class this process does not define (a Ruby class, say): kept as given."""
+    found = task_class(task)
+    if found is not None:
+        return found.wire_name
+    if not isinstance(task, str) or not task.strip():
+        raise ConfigurationError(f"{where}: 'task' must name a task, got {task!r}")
+    try:
+        found = REGISTRY.find(task)
+    except Exception as exc:  # the module exists but fails to import
+        raise ConfigurationError(f"{where}: importing {task!r} failed: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+    if found is not None:
+        return found.wire_name
+    if "." in task and importlib.util.find_spec(task.split(".")[0]) is not None:
+        # Our own package, so a typo rather than a class another process defines.
+        raise ConfigurationError(f"{where}: no task named {task!r} (check the import path)")
+    return task
+
+
+def entry_from_setting(raw: Mapping, where: str, default_tz: str = "") -> CronEntry:
+    """Check one `cron_entries` item and turn it into an entry; errors name `where`."""
+    tz = raw.get("tz") or default_tz or ""
+    try:
+        normalize_expression(raw.get("cron"))
+        zone_for(tz)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None
+    schedule = " ".join(raw["cron"].split())
+    options = {key: value for key, value in raw.items() if key not in ("cron", "task", "tz",
+                                                                        "paused")}
+    if "args" in options:
+        options["args"] = normalized_args(options["args"], where)
+    if "queue" in options and not (isinstance(options["queue"], str) and options["queue"]):
+        raise ConfigurationError(f"{where}: 'queue' must be a non-empty string")
+    paused = raw.get("paused")
+    return CronEntry(schedule=schedule, klass=resolve_task(raw.get("task"), where), tz=tz,
+                     options=options, paused=None if paused is None else bool(paused))
+
+
+def normalized_args(args, where: str) -> list:
+    """Static loop arguments as a list: a bare value (a dict too) is one argument."""
+    args = list(args) if isinstance(args, (list, tuple)) else [args]
+    try:
+        check_args(args, "raise")
+    except JobArgumentError as exc:
+        raise ConfigurationError(f"{where}: 'args': {exc}") from None
+    return args
+
+
+def task_entries(default_tz: str = "") -> list[CronEntry]:
+    """Entries of tasks declared with `@wurk_task(cron=...)` (checked when defined)."""
+    entries = []
+    for name in REGISTRY.names():
+        task = REGISTRY.find(name)
+        cron = getattr(task, "cron_options", None)
+        if not cron:
+            continue
+        options = {}
+        if "cron_args" in cron:
+            options["args"] = normalized_args(cron["cron_args"], f"task {name}")
+        entries.append(CronEntry(schedule=" ".join(cron["cron"].split()), klass=name,
+                                 tz=cron.get("cron_tz") or default_tz, options=options))
+    return entries
+
+
+def configured_entries(config) -> list[CronEntry]:
+    """Every loop this process registers: `config.cron_entries`, then cron tasks.
+
+    Raises:
+        ConfigurationError: an entry is invalid; the message names it.
+    """
+    entries = [entry_from_setting(raw, f"cron entry {index} ({raw.get('task')})",
+                                  config.cron_tz)
+               for index, raw in enumerate(config.cron_entries)]
+    entries += task_entries(config.cron_tz)
+    return list({entry.lid: entry for entry in entries}.values())
+
+
+# --- registration -----------------------------------------------------------------
+
+def register(connection, entries: list[CronEntry]) -> None:
+    """Write the loops; marks and a loop's paused state (once set) are kept."""
+    if not entries:
+        return
+    pipe = connection.pipeline(transaction=True)
+    for entry in entries:
+        key = keys.loop(entry.lid)
+        pipe.sadd(keys.PERIODIC, entry.lid)
+        pipe.hset(key, mapping={"schedule": entry.schedule, "klass": entry.klass,
+                                "options": dumps(entry.options).decode(), "tz": entry.tz})
+        # Only the initial value: a pause from the dashboard survives redeploys.
+        pipe.hsetnx(key, "paused", "1" if entry.paused else "0")
+    pipe.execute()
+
+
+def unregister(connection, lid: str) -> bool:
+    """Remove a loop and its history; True if it existed."""
+    pipe = connection.pipeline(transaction=True)
+    pipe.srem(keys.PERIODIC, lid)
+    pipe.delete(keys.loop(lid), keys.loop_history(lid))
+    return bool(pipe.execute()[0])
+
+
+def sync(connection, entries: list[CronEntry]) -> list[str]:
+    """Make the stored loops exactly `entries`: register them, remove every other loop
+    with its history. Returns the removed lids."""
+    register(connection, entries)
+    wanted = {entry.lid for entry in entries}
+    stored = {m.decode() for m in connection.client.smembers(keys.PERIODIC)}
+    stale = sorted(stored - wanted)
+    for lid in stale:
+        unregister(connection, lid)
+        logger.info("[cron] removed loop %s: it is no longer configured", lid)
+    return stale
+
+
+def record_history(connection, lid: str, fired_at: int, jid: str) -> None:
+    pipe = connection.pipeline(transaction=True)
+    pipe.lpush(keys.loop_history(lid), dumps([fired_at, jid]))
+    pipe.ltrim(keys.loop_history(lid), 0, HISTORY_CAP - 1)
+    pipe.execute()
+
+
+def push_item(lid: str, klass: str, options: Mapping, jid: str | None = None) -> dict:
+    """The job a loop pushes: its class and args; its queue and retry override the task's."""
+    args = options.get("args", [])
+    item = {"class": klass, "args": args if isinstance(args, list) else [args],
+            "transactional": False}
+    for option in ("queue", "retry"):
+        if options.get(option) is not None:
+            item[option] = options[option]
+    if jid is not None:
+        item["jid"] = jid
+    return item
+
+
+# --- the tick ---------------------------------------------------------------------
+
+class CronDriver:
+    """Every process runs the tick thread; only the leader's ticks read any loop.
+
+    Each due occurrence is claimed with the `cron_claim` script before anything is
+    pushed, so two processes that both believe they lead never push the same slot.
+    """
+
+    def __init__(self, config, connection, client, is_leader: Callable[[], bool],
+                 entries: list[CronEntry] | None = None):
+        self.config = config
+        self.connection = connection
+        self.client = client
+        self.is_leader = is_leader
+        self.entries = configured_entries(config) if entries is None else entries
+        self._loop = TimerLoop("wurk-cron", config.cron_tick_s, self.tick,
+                               on_error=self._report)
+
+    def start(self, *, register_loops: bool = True) -> bool:
+        """Register this process's loops (idempotent) and start ticking."""
+        if register_loops:
+            try:
+                register(self.connection, self.entries)
+            except Exception as exc:  # Redis trouble: the leader's sync writes them too
+                self._report(exc)
+        return self._loop.start()
+
+    def stop(self, timeout_s: float | None = None) -> bool:
+        """Stop ticking; False if a tick would not end in time (then not restartable)."""
+        return self._loop.stop(timeout_s)
+
+    @property
+    def running(self) -> bool:
+        return self._loop.running
+
+    def sync(self) -> None:
+        """Leader only: make Redis hold exactly the configured loops."""
+        sync(self.connection, self.entries)
+
+    def tick(self) -> None:
+        if not self.is_leader():
+            return
+        now = int(time.time())
+        lids = sorted(m.decode() for m in self.connection.client.smembers(keys.PERIODIC))
+        for lid in lids:
+            try:
+                self.run_loop(lid, now)
+            except Exception as exc:  # one failing loop never starves the others
+                self.config.handle_exception(exc, {"context": f"cron loop {lid}"})
+
+    def run_loop(self, lid: str, now: int) -> int:
+        """Fire every occurrence of one loop that is due at `now`; the number pushed.
+
+        Occurrences more than 90 s late are skipped with a warning, never backfilled;
+        later ones fire in order, each claimed on its own.
+        """
+        fields = self.connection.client.hmget(keys.loop(lid), "schedule", "tz", "paused",
+                                              "klass", "options", "lf", "nf")
+        expression, tz, paused, klass, options, lf, nf = (
+            None if v is None else v.decode() for v in fields)
+        if not expression or paused == "1":
+            return 0
+        schedule = schedule_for(expression, tz)
+        if nf:
+            slot, token = int(nf), nf
+        else:
+            # A new loop may fire on its first tick if it matched within the last tick.
+            slot = schedule.next_after(int(lf) if lf else now - self.config.cron_tick_s)
+            token = None if slot is None else str(slot)
+        pushed = 0
+        while slot is not None and slot <= now:
+            late = now - slot > MISSED_TICK_THRESHOLD_S
+            future = schedule.next_after(now - MISSED_TICK_THRESHOLD_S - 1 if late else slot)
+            if not self.claim(lid, token, now, future):
+                return pushed  # another poller owns this occurrence
+            if late:
+                logger.warning("[cron] missed tick lid=%s klass=%s expected_at=%d fired_at=%d "
+                               "drift=%ds; skipped, as is every occurrence before %d",
+                               lid, klass, slot, now, now - slot,
+                               now - MISSED_TICK_THRESHOLD_S)
+            else:
+                self.push(lid, klass, loop_options(options), slot, now)
+                pushed += 1
+            slot, token = future, None if future is None else str(future)
+        return pushed
+
+    def claim(self, lid: str, token: str, now: int, future: int | None) -> bool:
+        """Move the loop's marks from `token` to `future` if nobody did; True if we did."""
+        claimed = self.connection.script("cron_claim")(
+            keys=[keys.loop(lid)], args=[token, str(now), "" if future is None else str(future)])
+        return bool(claimed)
+
+    def push(self, lid: str, klass: str, options: dict, slot: int, now: int) -> str | None:
+        try:
+            jid = self.client.push(push_item(lid, klass, options, occurrence_jid(lid, slot)))
+        except Exception as exc:
+            # Lost on purpose: a missed run is tolerable, a duplicate is not.
+            logger.warning("[cron] fire lost lid=%s klass=%s mark already advanced, occurrence "
+                           "skipped: %s: %s", lid, klass, type(exc).__name__, exc)
+            raise
+        if jid is not None:
+            record_history(self.connection, lid, now, jid)
+        return jid
+
+    def _report(self, exc: BaseException) -> None:
+        self.config.handle_exception(exc, {"context": "cron"})
+
+
+def loop_options(raw: str | None) -> dict:
+    """A loop hash's `options` JSON as a dict; {} if missing or not a JSON object."""
+    try:
+        options = loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return options if isinstance(options, dict) else {}
+
+
+def next_fire_at(expression: str, tz: str | None, after: float) -> int | None:
+    """The next fire time of an expression after epoch `after` (None: never again)."""
+    return schedule_for(expression, tz).next_after(after)
+
