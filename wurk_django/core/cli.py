@@ -7,6 +7,7 @@ import os
 import sys
 
 from .config import Config
+from .cron import configured_entries
 from .errors import ConfigurationError, WurkError
 from .joblog import configure_logging
 from . import runner
@@ -39,6 +40,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="worker processes to fork (default 1: no supervisor)")
     parser.add_argument("--max-memory-mb", type=float, default=None,
                         help="replace a worker process whose memory grows past this")
+    parser.add_argument("--cron-tick", type=float, default=60,
+                        help="seconds between the leader's cron ticks (default 60)")
+    parser.add_argument("--cron-tz", default="",
+                        help="time zone of loops that name none (default UTC)")
+    parser.add_argument("--leader-ttl", type=float, default=30,
+                        help="seconds the leader lock lives without renewal (default 30)")
+    parser.add_argument("--leader-renew", type=float, default=15,
+                        help="seconds between the leader's renewals (default 15)")
+    parser.add_argument("--leader-retry", type=float, default=60,
+                        help="seconds between a follower's tries to lead (default 60)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG")
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument("--logfile", help="write logs to this file instead of stdout")
@@ -56,6 +67,11 @@ def config_from_args(args: argparse.Namespace) -> Config:
         poll_interval_average_s=args.poll_interval,
         heartbeat_interval_s=args.heartbeat_interval,
         reaper_interval_s=args.reaper_interval,
+        cron_tick_s=args.cron_tick,
+        cron_tz=args.cron_tz,
+        leader_ttl_s=args.leader_ttl,
+        leader_renew_s=args.leader_renew,
+        leader_retry_s=args.leader_retry,
     )
     if args.redis_url:
         options["redis_url"] = args.redis_url
@@ -75,6 +91,7 @@ def main(argv=None) -> int:
         for module in args.require:
             importlib.import_module(module)
         config = config_from_args(args)
+        configured_entries(config)  # a bad loop fails here, before any process forks
         return runner.serve(config, processes=args.processes, max_memory_mb=args.max_memory_mb)
     except (WurkError, ConfigurationError, ImportError) as exc:
         print(f"wurk: {exc}", file=sys.stderr)

@@ -7,9 +7,11 @@ import threading
 import time
 
 from .client import Client
+from .cron import CronDriver
 from .fetch.reaper import Reaper
 from .heartbeat import Heartbeat
 from .identity import hostname, process_identity
+from .leader import Leader
 from .manager import Manager
 from .metrics import Metrics
 from .payload import dumps
@@ -35,12 +37,19 @@ class Launcher:
         self.managers = [Manager(config, capsule, self.connection, self.counters,
                                  self.work_state, self.metrics)
                          for capsule in config.capsules_]
-        self.poller = Poller(config, self.connection, Client(config, self.connection))
+        # Leader-gated: cron, process cleanup (poller), the reaper's full sweep (ent §1.3).
+        self.leader = Leader(config, self.connection, self.identity)
+        self.cron = CronDriver(config, self.connection, Client(config, self.connection),
+                               self.leader.check())
+        if not config.embedded:  # loops are registered by workers, never web processes
+            self.leader.on_gain(self.cron.sync)
+        self.poller = Poller(config, self.connection, Client(config, self.connection),
+                             is_leader=self.leader.check())
         self.heartbeat = Heartbeat(self)
         self.reaper = None
         if config.fetch == "reliable":
             served = list(dict.fromkeys(n for c in config.capsules_ for n in c.queue_names))
-            self.reaper = Reaper(config, self.connection, served)
+            self.reaper = Reaper(config, self.connection, served, is_leader=self.leader.check())
         self.info_json = dumps(self.info())
         self.quieting = False
         self.stopping = False
@@ -72,6 +81,9 @@ class Launcher:
         """Start every thread and return; the caller waits for signals or `stopped`."""
         self.config.seal()
         self.heartbeat.start()
+        # Quiet does not stand a leader down: a quiet process keeps enqueueing cron jobs.
+        self.leader.start()
+        self.cron.start(register_loops=not self.config.embedded)
         if self.reaper is not None:
             self.reaper.start()
         if self.quieting:
@@ -112,6 +124,10 @@ class Launcher:
         self.poller.join()
         if self.reaper is not None:
             self.reaper.stop()
+        # Leader-gated components first, then the lock: an in-flight cron tick must not
+        # enqueue a loop the next leader fires too.
+        self.cron.stop()
+        self.leader.stop()
         self.heartbeat.stop()
         self.heartbeat.clear()
         self._flush_metrics()

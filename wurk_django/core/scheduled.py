@@ -57,11 +57,11 @@ class Enqueuer:
 class Poller:
     """One thread per process; the cluster as a whole polls about every 5 s."""
 
-    def __init__(self, config, connection, client):
+    def __init__(self, config, connection, client, is_leader=None):
         self.config = config
         self.connection = connection
         self.enqueuer = Enqueuer(config, connection, client)
-        self._cleaned_up = False
+        self._is_leader = is_leader or (lambda: True)
         self._loop = TimerLoop("wurk-poller", self.random_poll_interval_s, self.tick,
                                on_error=self._report, first_wait_s=self.initial_wait_s)
 
@@ -77,8 +77,7 @@ class Poller:
         self._loop.stop()
 
     def tick(self) -> None:
-        if not self._cleaned_up:
-            self._cleaned_up = True
+        if self._is_leader():  # at most once a minute cluster-wide (its own lock)
             self._guarded(cleanup_processes, self.connection)
         self.enqueuer.enqueue_jobs()
 
