@@ -63,18 +63,23 @@ def _check_queues(wurk) -> list:
 
 
 def _check_cron(wurk) -> list:
-    from croniter import croniter
+    from .core.cron import entry_from_setting
     entries = wurk.get("CRON", [])
     if not isinstance(entries, (list, tuple)):
         return [Error("WURK['CRON'] must be a list of entries.", hint=HINT_DOCS, id="wurk.E005")]
     problems = []
+    hint = ('Five fields, e.g. "*/5 * * * *" (a sixth field, last, gives seconds), and '
+            '"task" naming a task by import path or wire name.')
     for index, entry in enumerate(entries):
-        name = entry.get("task", f"entry {index}") if isinstance(entry, dict) else f"entry {index}"
-        expression = entry.get("cron") if isinstance(entry, dict) else None
-        if not isinstance(expression, str) or not croniter.is_valid(expression):
-            problems.append(Error(f"WURK['CRON'] {name}: {expression!r} is not a valid cron "
-                                  f"expression.", hint='Five fields, e.g. "*/5 * * * *" '
-                                  '(a sixth field gives seconds).', id="wurk.E005"))
+        where = f"WURK['CRON'][{index}]"
+        if not isinstance(entry, dict):
+            problems.append(Error(f"{where} must be a dict with 'cron' and 'task', got "
+                                  f"{entry!r:.100}.", hint=hint, id="wurk.E005"))
+            continue
+        try:
+            entry_from_setting(entry, f"{where} ({entry.get('task')})", wurk.get("CRON_TZ", ""))
+        except ConfigurationError as exc:
+            problems.append(Error(f"{exc}.", hint=hint, id="wurk.E005"))
     return problems
 
 

@@ -68,9 +68,15 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "VERBOSE": ("verbose", bool),
     "REDIS_OPTIONS": ("redis_options", dict),
     "REDIS_POOL_SIZE": ("redis_pool_size", _identity),
+    "CRON": ("cron_entries", _as_list("CRON")),
+    "CRON_TZ": ("cron_tz", _identity),
+    "CRON_TICK_SECONDS": ("cron_tick_s", _seconds("CRON_TICK_SECONDS")),
+    "LEADER_TTL_SECONDS": ("leader_ttl_s", _seconds("LEADER_TTL_SECONDS")),
+    "LEADER_RENEW_SECONDS": ("leader_renew_s", _seconds("LEADER_RENEW_SECONDS")),
+    "LEADER_RETRY_SECONDS": ("leader_retry_s", _seconds("LEADER_RETRY_SECONDS")),
 }
 # Keys read elsewhere in the Django layer (not Config fields).
-OTHER_KEYS = {"REDIS_URL", "CACHE_ALIAS", "CRON", "DASHBOARD", "EMBEDDED", "TRANSACTIONAL",
+OTHER_KEYS = {"REDIS_URL", "CACHE_ALIAS", "DASHBOARD", "EMBEDDED", "TRANSACTIONAL",
               "LOG_FORMAT", "RESULT_TTL", "PROCESSES", "MAX_MEMORY_MB"}
 KNOWN_KEYS = set(FIELDS) | OTHER_KEYS
 
