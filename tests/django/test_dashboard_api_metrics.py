@@ -1,5 +1,6 @@
 """The dashboard API's metrics (written by the engine's own writer) and periodic loops."""
 
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -130,6 +131,9 @@ def test_periodic_lists_loops_and_their_history(config, viewer, redis_client):
     assert (first["last_fired_at_ms"], first["next_fire_at_ms"]) == (1739522400000,
                                                                      1739522700000)
     assert paused["paused"] is True and paused["next_fire_at_ms"] is None
+    redis_client.hdel(f"loops:{'a' * 16}", "nf")  # not computed yet: the API computes it
+    upcoming = ok(viewer.get("periodic"))["items"][0]["next_fire_at_ms"] / 1000
+    assert time.time() < upcoming <= time.time() + 300 and upcoming % 300 == 0
     assert data["leader"] == "host:1:abc"
     detail = ok(viewer.get(f"periodic/{'a' * 16}"))
     assert detail["history"] == [{"fired_at_ms": 1739522700000, "jid": "j2"},
@@ -143,6 +147,9 @@ def test_periodic_actions(config, users, redis_client):
     assert redis_client.hget(f"loops:{'a' * 16}", "paused") == b"1"
     ok(root.post(f"periodic/{'a' * 16}/resume"))
     assert redis_client.hget(f"loops:{'a' * 16}", "paused") == b"0"
+    # Resuming moves the next fire past now: slots missed while paused are not made up.
+    assert int(redis_client.hget(f"loops:{'a' * 16}", "nf")) > time.time()
+    redis_client.hset(f"loops:{'a' * 16}", "lf", "1739522400")
     jid = ok(root.post(f"periodic/{'a' * 16}/run"))["jid"]
     [pushed] = [loads(raw) for raw in redis_client.lrange(keys.queue("low"), 0, -1)]
     assert (pushed["jid"], pushed["class"], pushed["retry"]) == (jid, "app.Report", 2)

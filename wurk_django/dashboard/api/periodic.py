@@ -20,8 +20,7 @@ def loop_item(loop) -> dict:
         "options": {name: json_text(value) for name, value in sorted(loop.options.items())},
         "last_fired_at_ms": loop.last_fired_at * 1000 if loop.last_fired_at else None,
         # A paused loop shows no next fire (ent.md §2.7).
-        "next_fire_at_ms": (loop.next_fire_at * 1000
-                            if loop.next_fire_at and not loop.paused else None),
+        "next_fire_at_ms": loop.upcoming * 1000 if loop.upcoming else None,
     }
 
 
