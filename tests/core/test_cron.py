@@ -81,6 +81,7 @@ def test_entry_options_args_and_unknown_keys():
     ({"cron": "* * * * *", "task": "X", "tz": "Mars/Olympus"}, "unknown time zone"),
     ({"cron": "* * * * *", "task": "tests.core.jobs.no_such_task"}, "no task named"),
     ({"cron": "* * * * *", "task": "X", "args": [object()]}, "'args'"),
+    ({"cron": "* * * * *", "task": "X", "expires_in": object()}, "JSON values"),
 ])
 def test_bad_entries_are_refused_naming_the_entry(raw, message):
     with pytest.raises(ConfigurationError, match=message) as caught:
@@ -320,7 +321,8 @@ def test_pause_skips_and_unpause_resumes_from_the_next_slot(config, redis_client
     assert cron_ops.unpause(connection, lid) is True
     loop = cron_ops.fetch(connection, lid)
     assert not loop.paused and loop.next_fire_at > MINUTE + 60  # computed from now
-    assert cron_ops.pause(connection, "nope") is False and cron_ops.unpause(connection, "x") is False
+    assert cron_ops.pause(connection, "nope") is False
+    assert cron_ops.unpause(connection, "nope") is False
 
 
 def test_manual_fire_skips_gate_and_claim_and_moves_the_marks(config, redis_client):

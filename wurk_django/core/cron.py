@@ -92,6 +92,10 @@ def entry_from_setting(raw: Mapping, where: str, default_tz: str = "") -> CronEn
         options["args"] = normalized_args(options["args"], where)
     if "queue" in options and not (isinstance(options["queue"], str) and options["queue"]):
         raise ConfigurationError(f"{where}: 'queue' must be a non-empty string")
+    try:
+        dumps(options)  # stored as JSON in the loop's hash
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"{where}: options must be JSON values: {exc}") from None
     paused = raw.get("paused")
     return CronEntry(schedule=schedule, klass=resolve_task(raw.get("task"), where), tz=tz,
                      options=options, paused=None if paused is None else bool(paused))
