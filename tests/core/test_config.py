@@ -39,7 +39,8 @@ def test_defaults_follow_the_spec_table(monkeypatch):
     assert config.error_handlers == [default_error_handler]
     assert config.death_handlers == []
     assert config.lifecycle_events == {
-        "startup": [], "quiet": [], "shutdown": [], "exit": [], "heartbeat": [], "beat": []}
+        "startup": [], "quiet": [], "shutdown": [], "exit": [], "heartbeat": [], "beat": [],
+        "leader": []}
     assert config.backtrace_cleaner(["a.py:1:in 'f'"]) == ["a.py:1:in 'f'"]
     assert list(config.logged_job_attributes) == ["bid", "tags"]
     assert config.labels == frozenset()

@@ -176,3 +176,16 @@ def test_histogram_counts_runs_per_bucket(fast_config, redis_client):
     assert counters[0] == 3  # each run took under 20 ms
     assert sum(counters) == 3
     assert 0 < redis_client.ttl(key) <= 28_800
+
+
+def test_leader_event_fires_when_this_process_becomes_leader(fast_config, redis_client):
+    gained = []
+    config = fast_config.replace(leader_ttl_s=2, leader_renew_s=0.5, leader_retry_s=0.5)
+    config.on("leader", lambda: gained.append(True))
+    launcher = Launcher(config)
+    launcher.run()
+    try:
+        wait_until(lambda: gained, 10, message="the leader event")
+        assert redis_client.get("dear-leader").decode() == launcher.identity
+    finally:
+        launcher.stop()

@@ -136,15 +136,32 @@ def test_requeue_survives_a_script_flush(make_fetcher, redis_client):
     assert redis_client.lrange("queue:default", 0, -1) == [job(1)]
 
 
-def test_a_forked_child_claims_into_its_own_list(make_fetcher):
-    fetcher = make_fetcher()
-    parent_name = fetcher.private_queue("default")
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.write(write_fd, fetcher.private_queue("default").encode())
-        os._exit(0)
-    os.waitpid(pid, 0)
-    child_name = os.read(read_fd, 1000).decode()
-    assert child_name == f"queue:default|{hostname()}|{pid}|{process_nonce()}|0"
+FORK_PROBE = """
+import os, sys
+from wurk_django.core.config import Config
+from wurk_django.core.fetch.reliable import ReliableFetch
+from wurk_django.core.redis import connection_for
+config = Config(redis_url=sys.argv[1])
+fetcher = ReliableFetch(config, config.capsules_[0], connection_for(config))
+print(fetcher.private_queue("default"))
+read_fd, write_fd = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.write(write_fd, fetcher.private_queue("default").encode())
+    os._exit(0)
+os.waitpid(pid, 0)
+print(pid, os.read(read_fd, 1000).decode())
+"""
+
+
+def test_a_forked_child_claims_into_its_own_list(redis_url):
+    # Forked in a fresh, single-threaded interpreter: forking the threaded test process
+    # is unsafe and warns on Python 3.12+.
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", FORK_PROBE, redis_url], capture_output=True,
+                         text=True, check=True, timeout=60).stdout.split()
+    parent_name, child_pid, child_name = out[0], int(out[1]), out[2]
+    host, nonce = parent_name.split("|")[1], parent_name.split("|")[3]
+    assert child_name == f"queue:default|{host}|{child_pid}|{nonce}|0"  # nonce inherited
     assert child_name != parent_name

@@ -13,7 +13,7 @@ from .middleware import Chain
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 DEFAULT_JOB_OPTIONS = {"retry": True, "queue": "default"}
-LIFECYCLE_EVENTS = ("startup", "quiet", "shutdown", "exit", "heartbeat", "beat")
+LIFECYCLE_EVENTS = ("startup", "quiet", "shutdown", "exit", "heartbeat", "beat", "leader")
 ONE_SHOT_EVENTS = ("startup", "quiet", "shutdown", "exit")
 FETCH_MODES = ("reliable", "basic")
 # The Sidekiq web UI routes only these queue names.

@@ -43,6 +43,7 @@ class Launcher:
                                self.leader.check())
         if not config.embedded:  # loops are registered by workers, never web processes
             self.leader.on_gain(self.cron.sync)
+        self.leader.on_gain(lambda: config.fire_event("leader"))
         self.poller = Poller(config, self.connection, Client(config, self.connection),
                              is_leader=self.leader.check())
         self.heartbeat = Heartbeat(self)

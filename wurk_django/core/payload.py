@@ -14,7 +14,7 @@ from .errors import JobArgumentError
 
 # Keys that steer a push but never reach Redis (wire §4.2).
 TRANSIENT_KEYS = ("pool", "client_class", "name", "sync", "on_commit", "transactional",
-                  "retry_in", "retries_exhausted", "cron")
+                  "retry_in", "retries_exhausted", "cron", "cron_args", "cron_tz")
 
 MS_THRESHOLD = 100_000_000_000  # an int below this is seconds, not ms (wire §5)
 ERROR_MESSAGE_MAX = 10_000
