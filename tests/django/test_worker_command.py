@@ -107,3 +107,14 @@ def test_processes_flag_forks_workers_that_share_the_django_setup(start_django_w
     worker.send(signal.SIGTERM)
     assert worker.wait(30) == 0
     assert redis_client.smembers(keys.PROCESSES) == set()
+
+
+def test_a_project_logging_config_does_not_print_job_lines_twice(start_django_worker):
+    order = Order.objects.create(number=3)
+    jid = mark_order.perform_async(order.id, "logged once")
+    worker = start_django_worker("-q", "django",
+                                 env={"DJANGO_SETTINGS_MODULE": "tests.logging_settings"})
+    wait_until(lambda: f"jid={jid} elapsed=" in worker.log(), 20, message="the done line")
+    lines = worker.log().splitlines()
+    assert sum(f"jid={jid}" in line and "INFO: done" in line for line in lines) == 1
+    assert "done" not in [line.strip() for line in lines]  # no bare copy from the root

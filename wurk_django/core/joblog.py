@@ -152,11 +152,21 @@ def make_formatter(fmt: str = "text") -> logging.Formatter:
 
 def configure_logging(level: int = logging.INFO, fmt: str = "text",
                       logfile: str | None = None) -> logging.Handler:
-    """Install one handler on the `wurk` logger for a standalone worker process."""
+    """Give a worker process's `wurk` logger its own handler, in Wurk's format.
+
+    `wurk` does not propagate, so a project's own LOGGING (Django's root handlers)
+    never prints job lines a second time. A bare process with no root handler gets
+    the same handler on the root logger, so the application's loggers show up too.
+    """
     handler = logging.FileHandler(logfile) if logfile else logging.StreamHandler(sys.stdout)
     handler.addFilter(ContextFilter())
     handler.setFormatter(make_formatter(fmt))
+    wurk = logging.getLogger("wurk")
+    wurk.addHandler(handler)
+    wurk.setLevel(level)
+    wurk.propagate = False
     root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(level)
+    if not root.handlers:
+        root.addHandler(handler)
+        root.setLevel(level)
     return handler
