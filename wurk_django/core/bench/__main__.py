@@ -1,0 +1,7 @@
+"""Entry point of `python -m wurk_django.core.bench`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

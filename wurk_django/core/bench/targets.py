@@ -1,0 +1,155 @@
+"""What a bench run measures: Wurk at some revision, or a peer, and how to start it."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+WORKLOADS_DIR = Path(__file__).with_name("workloads")
+STOP_TIMEOUT_S = 30.0
+PROBE_TIMEOUT_S = 600.0
+
+
+class BenchError(Exception):
+    """A run could not be measured (a worker died, a probe failed, a timeout)."""
+
+
+@dataclass
+class Target:
+    """One column of the result table: a system, its interpreter and its worker command."""
+
+    system: str  # runs workloads/bench_<system>.py
+    label: str
+    python: str
+    worker_argv: Callable[["Target", int, int], list[list[str]]]
+    settings: str  # how its worker runs, printed with the results
+    root: str | None = None  # a Wurk checkout imported before anything installed
+    max_jobs: int | None = None  # a slow variant (RQ forking per job) runs fewer
+    url_env: tuple = ()  # more variables its worker reads the Redis URL from
+    info: dict = field(default_factory=dict)  # versions, filled in by the first probe
+
+    def env(self, redis_url: str) -> dict:
+        env = dict(os.environ)
+        paths = [str(WORKLOADS_DIR)] + ([self.root] if self.root else [])
+        env.update({"BENCH_REDIS_URL": redis_url, "REDIS_URL": redis_url,
+                    "WURK_REDIS_URL": redis_url,  # a Django project's worker reads this
+                    "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join(paths)})
+        env.update({name: redis_url for name in self.url_env})
+        env.pop("DJANGO_SETTINGS_MODULE", None)
+        return env
+
+    @property
+    def cwd(self) -> str:
+        return self.root or tempfile.gettempdir()
+
+    def probe(self, redis_url: str, *args) -> dict:
+        """Run `bench_probe` in this target's interpreter; return its JSON answer."""
+        argv = [self.python, "-m", "bench_probe", self.system, *map(str, args)]
+        done = subprocess.run(argv, env=self.env(redis_url), cwd=self.cwd, text=True,
+                              capture_output=True, timeout=PROBE_TIMEOUT_S)
+        if done.returncode != 0:
+            raise BenchError(f"{self.label}: probe {' '.join(map(str, args))} failed:\n"
+                             f"{done.stderr[-2000:]}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    def start(self, redis_url: str, threads: int, processes: int, log_path: Path) -> "Workers":
+        return Workers(self.worker_argv(self, threads, processes), self.env(redis_url),
+                       self.cwd, log_path)
+
+
+class Workers:
+    """The worker processes of one run; their output goes to a log file."""
+
+    def __init__(self, argvs: list[list[str]], env: dict, cwd: str, log_path: Path):
+        self.log_path = log_path
+        self._log = open(log_path, "ab")
+        self.processes = [subprocess.Popen(argv, env=env, cwd=cwd, stdout=self._log,
+                                           stderr=subprocess.STDOUT) for argv in argvs]
+
+    def alive(self) -> bool:
+        return all(p.poll() is None for p in self.processes)
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+    def leaf_pids(self) -> list[int]:
+        """The processes that run jobs: a supervisor's children, or the process itself."""
+        leaves = []
+        for process in self.processes:
+            leaves += _leaves(process.pid)
+        return leaves
+
+    def rss_mib(self) -> list[float]:
+        return [rss_kib(pid) / 1024 for pid in self.leaf_pids()]
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                _kill_tree(process.pid)
+                process.wait()
+        self._log.close()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            return [int(child) for child in handle.read().split()]
+    except OSError:
+        return []
+
+
+def _leaves(pid: int) -> list[int]:
+    children = _children(pid)
+    if not children:
+        return [pid]
+    return [leaf for child in children for leaf in _leaves(child)]
+
+
+def _kill_tree(pid: int) -> None:
+    for child in _children(pid):
+        _kill_tree(child)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+# --- Wurk ------------------------------------------------------------------------------
+
+def wurk_worker_argv(target: Target, threads: int, processes: int) -> list[list[str]]:
+    return [[target.python, "-m", "wurk_django.core", "--require", "bench_wurk",
+             "-c", str(threads), "-p", str(processes), "-q", "default", "-t", "5"]]
+
+
+WURK_SETTINGS = ("python -m wurk_django.core --require bench_wurk -c THREADS -p PROCESSES "
+                 "-q default: reliable fetch (LMOVE into a private list, ack with the next "
+                 "fetch), default job logging to a file, hiredis if installed")
+
+
+def wurk_target(label: str = "wurk", root: str | None = None,
+                python: str = sys.executable) -> Target:
+    if root is None:
+        import wurk_django
+        root = str(Path(wurk_django.__file__).resolve().parents[1])
+    return Target("wurk", label, python, wurk_worker_argv, WURK_SETTINGS, root=root)
