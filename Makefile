@@ -23,12 +23,13 @@ LEG2_DEPS := "Django>=6.0"
 DEMO_VENV := .venv/demo
 PYTEST_ARGS ?=
 
-.PHONY: help test test-leg1 test-leg2 demo clean assets check-assets chromium
+.PHONY: help test test-leg1 test-leg2 demo clean assets check-assets chromium bench bench-peers
 
 help:
 	@echo "make demo   run the example project (worker + web + demo jobs)"
 	@echo "make test   run the test suite on every supported leg this machine has"
 	@echo "make assets rebuild the dashboard bundle (Node 20+ and npm; contributors only)"
+	@echo "make bench  benchmark Wurk (docs/benchmarks.md); make bench-peers adds Celery, RQ, Dramatiq, Huey"
 
 $(LEG1_VENV)/.installed: setup.cfg pyproject.toml
 	@test -n "$(PY_OLD)" || { echo "make test: no Python 3.11 found (python3.11 or pyenv)"; exit 1; }
@@ -65,6 +66,33 @@ $(DEMO_VENV)/.installed: setup.cfg pyproject.toml
 
 demo: $(DEMO_VENV)/.installed
 	$(DEMO_VENV)/bin/python example_project/demo.py
+
+# Benchmarks (docs/benchmarks.md). Both virtualenvs use one interpreter, so every system
+# runs on the same Python. BENCH_ARGS passes options, e.g. BENCH_ARGS="--repeat 5" or
+# BENCH_ARGS="--vs HEAD~1" (pairs the working tree with that revision, run by run).
+BENCH_VENV := .venv/bench
+PEERS_VENV := .venv/bench-peers
+BENCH_PY := $(or $(PY_NEW),$(PY_OLD))
+BENCH_ARGS ?=
+
+$(BENCH_VENV)/.installed: setup.cfg pyproject.toml
+	@test -n "$(BENCH_PY)" || { echo "make bench: needs Python 3.11 or newer"; exit 1; }
+	$(BENCH_PY) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install -q -e ".[bench]"
+	touch $@
+
+$(PEERS_VENV)/.installed: benchmarks/requirements-peers.txt
+	@test -n "$(BENCH_PY)" || { echo "make bench-peers: needs Python 3.11 or newer"; exit 1; }
+	$(BENCH_PY) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install -q -r benchmarks/requirements-peers.txt
+	touch $@
+
+bench: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python -m wurk_django.core.bench --json $(BENCH_VENV)/results.json $(BENCH_ARGS)
+
+bench-peers: $(BENCH_VENV)/.installed $(PEERS_VENV)/.installed
+	$(BENCH_VENV)/bin/python -m wurk_django.core.bench --peers --peers-python $(PEERS_VENV)/bin/python \
+	  --json $(PEERS_VENV)/results.json $(BENCH_ARGS)
 
 # The dashboard bundle is built from static_src/ and committed, so users never need Node.
 # `make assets` rebuilds it from the lock file; `check-assets` (part of `make test`)

@@ -17,7 +17,7 @@ from .targets import BenchError, Target, Workers
 DONE_KEY = "bench:done"
 POLL_S = 0.002
 RUN_TIMEOUT_S = 300.0
-IDLE_BEFORE_RSS_S = 1.0
+IDLE_BEFORE_RSS_S = 0.5
 BOOT_THREADS = 10
 
 

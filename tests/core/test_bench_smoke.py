@@ -1,0 +1,102 @@
+"""The benchmark's own smoke run: tiny N against the suite's Redis, so it cannot rot.
+
+Only the result's structure is checked, never a speed.
+"""
+
+import io
+import json
+
+import pytest
+
+from wurk_django.core.bench import cli, runner
+from wurk_django.core.bench.measure import Sample
+from wurk_django.core.bench.report import Progress, Results
+from wurk_django.core.bench.server import redis_costs
+
+pytestmark = pytest.mark.slow
+
+TINY = ["--repeat", "1", "--scale", "0.002", "--shapes", "noop", "--threads", "2",
+        "--processes", "1", "--enqueue-jobs", "50", "--latency-jobs", "5",
+        "--paging-sizes", "100", "--no-progress"]
+
+
+def test_a_tiny_run_reports_every_section(redis_url, tmp_path):
+    out = io.StringIO()
+    status = cli.execute(cli_args(*TINY, "--redis-url", redis_url,
+                                  "--json", str(tmp_path / "bench.json")), out=out)
+    assert status == 0, out.getvalue()
+    result = json.loads((tmp_path / "bench.json").read_text())
+    assert result["baseline"] == "wurk" and result["errors"] == []
+    assert {"cpus", "load_average_start", "load_average_end", "redis"} <= set(
+        result["meta"]["machine"])
+    rows = {row["metric"]: row for row in result["rows"]}
+    for metric in ("PING loop from one thread (the ceiling)", "single push from one thread",
+                   "bulk push from one thread", "single push / PING rate",
+                   "push->start latency p99, idle worker", "boot to first job, core CLI",
+                   "idle RSS per worker process, core CLI",
+                   "noop jobs/s, 2 threads x 1 process",
+                   "Redis commands per job, noop, 2 threads x 1 process",
+                   "Redis round trips per job, noop, 2 threads x 1 process",
+                   "dashboard API page, 100 jobs, last page"):
+        summary = rows[metric]["targets"]["wurk"]
+        assert summary["min"] <= summary["median"] <= summary["max"] and summary["runs"]
+    details = rows["noop jobs/s, 2 threads x 1 process"]["details"]["wurk"][0]
+    assert details["by_command"] and details["worker_rss_mib"]
+    assert "noop jobs/s, 2 threads x 1 process" in out.getvalue()  # the table
+
+
+def test_a_redis_holding_data_is_refused(redis_url, redis_client):
+    redis_client.set("precious", "1")
+    assert cli.main([*TINY, "--redis-url", redis_url, "--sections", "enqueue"]) == 2
+    assert redis_client.get("precious") == b"1"
+
+
+def cli_args(*argv):
+    parser = cli.argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+# --- the arithmetic, without Redis or workers ---------------------------------------------
+
+def info(writes: int, **calls) -> dict:
+    return {"total_writes_processed": writes,
+            **{f"cmdstat_{name}": {"calls": count} for name, count in calls.items()}}
+
+
+def test_redis_costs_take_out_the_bench_and_the_bookkeeping():
+    before = info(100, get=10, incr=5, lmove=0, info=3)
+    after = info(100 + 1 + 7 + 20 + 10, get=17, incr=25, lmove=20, lrem=20, info=4)
+    costs = redis_costs(before, after, own_round_trips=7, jobs=20)
+    assert costs["by_command"] == {"lmove": 1.0, "lrem": 1.0}
+    assert costs["commands_per_job"] == 2.0
+    assert costs["round_trips_per_job"] == 0.5  # 10 of the system's for 20 jobs
+
+
+def test_ratios_pair_runs_of_the_same_repeat():
+    results = Results(["a", "b"], {})
+    for repeat, (a, b) in enumerate([(100, 150), (200, 260), (50, 100)]):
+        results.add("a", repeat, Sample("x", "jobs/s", a))
+        results.add("b", repeat, Sample("x", "jobs/s", b))
+    row = results.rows["x"]
+    assert row.ratio("b", "a") == 1.5  # the median of 1.5, 1.3 and 2.0
+    assert row.summary("a") == {"median": 100, "min": 50, "max": 200, "runs": [100, 200, 50]}
+    header, body = results.cells()
+    assert header[-1] == "b / a" and body[0][-1] == "1.50x"
+    assert results.table(markdown=True).splitlines()[1].startswith("| --- |")
+
+
+def test_io_runs_scale_with_threads_and_every_run_with_processes():
+    assert runner.jobs_for("io", 10, 2, 1.0) == 20 * runner.BASE_JOBS["io"]
+    assert runner.jobs_for("noop", 10, 2, 1.0) == 2 * runner.BASE_JOBS["noop"]
+    assert runner.jobs_for("cpu", 1, 1, 0.0001) == 2
+
+
+def test_progress_prints_one_line_per_run_off_a_terminal():
+    stream = io.StringIO()
+    progress = Progress(2, stream=stream)
+    progress.step("wurk: first")
+    progress.jobs(5, 10)  # no redraw off a terminal
+    progress.step("wurk: second")
+    progress.finish()
+    assert stream.getvalue() == "[1/2] wurk: first\n[2/2] wurk: second\n"
