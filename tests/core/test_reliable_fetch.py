@@ -79,11 +79,18 @@ def test_flush_acks_sends_every_threads_acks(make_fetcher, redis_client):
     redis_client.lpush("queue:default", job(1), job(2))
     fetcher = make_fetcher()
     units = []
-    threads = [threading.Thread(target=lambda: units.append(fetcher.retrieve_work()))
-               for _ in range(2)]
-    for thread in threads:
+
+    def take_one():
+        # A thread that waited behind another's fetch may come back empty-handed.
+        unit = None
+        while unit is None:
+            unit = fetcher.retrieve_work()
+        units.append(unit)
+
+    takers = [threading.Thread(target=take_one) for _ in range(2)]
+    for thread in takers:
         thread.start()
-    for thread in threads:
+    for thread in takers:
         thread.join()
     ackers = [threading.Thread(target=unit.acknowledge) for unit in units]
     for acker in ackers:
@@ -93,6 +100,20 @@ def test_flush_acks_sends_every_threads_acks(make_fetcher, redis_client):
     assert redis_client.llen(private()) == 2  # held by two threads that fetch no more
     fetcher.flush_acks()
     assert redis_client.llen(private()) == 0
+
+
+def test_one_round_trip_fetches_for_every_waiting_thread(make_fetcher, redis_client):
+    redis_client.lpush("queue:default", *[job(n) for n in range(8)])
+    fetcher = make_fetcher()
+    fetcher._waiting = 7  # as if seven idle threads were parked behind this fetch
+    first = fetcher.retrieve_work()
+    assert first.job == job(0)
+    assert [unit.job for unit in fetcher._prefetched] == [job(n) for n in range(1, 8)]
+    assert redis_client.llen(private()) == 8 and redis_client.llen("queue:default") == 0
+    fetcher._waiting = 0
+    fetcher.return_prefetched()  # at stop, jobs no thread started go back to the queue
+    assert sorted(redis_client.lrange("queue:default", 0, -1)) == [job(n) for n in range(1, 8)]
+    assert redis_client.lrange(private(), 0, -1) == [job(0)]
 
 
 def test_rest_of_the_queues_in_one_script_call_in_order(make_fetcher, redis_client):

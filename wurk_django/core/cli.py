@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--leader-retry", type=float, default=60,
                         help="seconds between a follower's tries to lead (default 60)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG")
+    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
+                        default=None, help="log level (default info; warning hides the "
+                                           "per-job start/done lines)")
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument("--logfile", help="write logs to this file instead of stdout")
     return parser
@@ -82,8 +85,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    configure_logging(logging.DEBUG if args.verbose else logging.INFO, args.log_format,
-                      args.logfile)
+    level = logging.DEBUG if args.verbose else getattr(logging, (args.log_level or "info").upper())
+    configure_logging(level, args.log_format, args.logfile)
     # Like `python -m`, let --require find modules in the working directory.
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())

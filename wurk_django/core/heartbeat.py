@@ -69,7 +69,8 @@ class Heartbeat:
         pipe.unlink(work_key)
         if work:
             pipe.hset(work_key, mapping={
-                tid: dumps({"queue": queue, "payload": payload, "run_at": run_at})
+                tid: dumps({"queue": queue, "payload": payload.decode("utf-8", "replace"),
+                            "run_at": run_at})
                 for tid, (queue, payload, run_at) in work.items()})
             pipe.expire(work_key, PROCESS_TTL_S)
         pipe.execute()

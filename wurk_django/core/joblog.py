@@ -1,9 +1,17 @@
-"""Job logging: the per-job log context, start/done/fail lines, text and JSON formats."""
+"""Job logging: the per-job log context, start/done/fail lines, text and JSON formats.
 
+Every job writes two lines, so this is on the hot path: a job's context is rendered
+to text once, and a worker's handler runs on its own thread behind a queue, so
+processor threads never wait for each other's writes.
+"""
+
+import atexit
 import contextlib
 import json
 import logging
+import logging.handlers
 import os
+import queue
 import sys
 import time
 from contextvars import ContextVar
@@ -12,17 +20,39 @@ from .identity import tid
 
 logger = logging.getLogger("wurk")
 
-_context: ContextVar[dict] = ContextVar("wurk_log_context", default={})
-_job_level: ContextVar[int | None] = ContextVar("wurk_job_log_level", default=None)
-
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
           "warning": logging.WARNING, "error": logging.ERROR, "fatal": logging.CRITICAL}
+_HIDDEN_IN_TEXT = ("pid", "tid")
+
+
+class Context:
+    """The fields added to log lines, with their text rendered once, on first use."""
+
+    __slots__ = ("fields", "_text")
+
+    def __init__(self, fields: dict):
+        self.fields = fields
+        self._text: str | None = None
+
+    def text(self) -> str:
+        if self._text is None:
+            self._text = "".join(f"{k}={_text(v)} " for k, v in self.fields.items()
+                                 if k not in _HIDDEN_IN_TEXT)
+        return self._text
+
+    def extended(self, **fields) -> "Context":
+        return Context({**self.fields, **fields})
+
+
+_EMPTY = Context({})
+_context: ContextVar[Context] = ContextVar("wurk_log_context", default=_EMPTY)
+_job_level: ContextVar[int | None] = ContextVar("wurk_job_log_level", default=None)
 
 
 @contextlib.contextmanager
 def log_context(**fields):
     """Add fields to every log line written inside the block (this thread or task only)."""
-    token = _context.set({**_context.get(), **fields})
+    token = _context.set(_context.get().extended(**fields))
     try:
         yield
     finally:
@@ -30,7 +60,7 @@ def log_context(**fields):
 
 
 def current_context() -> dict:
-    return _context.get()
+    return _context.get().fields
 
 
 def display_class(job: dict) -> str:
@@ -43,51 +73,54 @@ class JobLogger:
     def __init__(self, config):
         self.config = config
         self.skip = config.skip_default_job_logging
+        self.pid = os.getpid()
 
     def context_for(self, job: dict) -> dict:
-        fields = {"pid": os.getpid(), "tid": tid(), "class": display_class(job),
+        fields = {"pid": self.pid, "tid": tid(), "class": display_class(job),
                   "jid": job.get("jid")}
         for key in self.config.logged_job_attributes:
             if key in job:
                 fields[key] = job[key]
         return fields
 
-    @contextlib.contextmanager
-    def prepare(self, job: dict):
-        level = LEVELS.get(str(job.get("log_level", "")).lower())
-        context_token = _context.set({**_context.get(), **self.context_for(job)})
-        level_token = _job_level.set(level)
-        try:
-            yield
-        finally:
-            _job_level.reset(level_token)
-            _context.reset(context_token)
+    def enter(self, job: dict) -> tuple:
+        """Set the job's context and level; pass the result to `leave()`."""
+        level = LEVELS.get(str(job["log_level"]).lower()) if "log_level" in job else None
+        return (_context.set(_context.get().extended(**self.context_for(job))),
+                _job_level.set(level))
 
-    @contextlib.contextmanager
-    def call(self, job: dict, queue: str):
-        started = time.monotonic()
+    @staticmethod
+    def leave(tokens: tuple) -> None:
+        _job_level.reset(tokens[1])
+        _context.reset(tokens[0])
+
+    def start(self) -> float:
         if not self.skip:
             job_log(logging.INFO, "start")
+        return time.monotonic()
+
+    def finish(self, started: float, failed: bool) -> None:
+        if self.skip or not _enabled(logging.INFO):
+            return
+        token = _context.set(_context.get().extended(
+            elapsed=f"{time.monotonic() - started:.3f}"))
         try:
-            yield
-        except BaseException:
-            if not self.skip:
-                _log_elapsed("fail", started)
-            raise
-        if not self.skip:
-            _log_elapsed("done", started)
+            job_log(logging.INFO, "fail" if failed else "done")
+        finally:
+            _context.reset(token)
 
 
-def _log_elapsed(word: str, started: float) -> None:
-    with log_context(elapsed=f"{time.monotonic() - started:.3f}"):
-        job_log(logging.INFO, word)
+def _enabled(level: int) -> bool:
+    job_level = _job_level.get()
+    return logger.isEnabledFor(level) if job_level is None else level >= job_level
 
 
 def job_log(level: int, message: str, *args) -> None:
     """Log through `wurk`, honouring the running job's own `log_level`."""
     job_level = _job_level.get()
     if job_level is None:
-        logger.log(level, message, *args)
+        if logger.isEnabledFor(level):
+            logger._log(level, message, args)
     elif level >= job_level:
         logger._log(level, message, args)
 
@@ -96,10 +129,7 @@ class JobAdapter(logging.LoggerAdapter):
     """The logger a job instance gets: obeys the payload's `log_level` if it has one."""
 
     def isEnabledFor(self, level):
-        job_level = _job_level.get()
-        if job_level is None:
-            return self.logger.isEnabledFor(level)
-        return level >= job_level
+        return _enabled(level)
 
     def log(self, level, msg, *args, **kwargs):
         if self.isEnabledFor(level):
@@ -107,14 +137,16 @@ class JobAdapter(logging.LoggerAdapter):
 
 
 class ContextFilter(logging.Filter):
-    """Copies the log context onto each record (`record.wurk` and `record.wurk_text`)."""
+    """Copies the log context onto each record (`record.wurk`, `record.wurk_text`).
+
+    It must run on the thread that logs, since the context lives in a ContextVar.
+    """
 
     def filter(self, record):
         context = _context.get()
-        record.wurk = context
-        record.tid = context.get("tid") or tid()
-        record.wurk_text = "".join(f"{k}={_text(v)} " for k, v in context.items()
-                                   if k not in ("pid", "tid"))
+        record.wurk = context.fields
+        record.tid = context.fields.get("tid") or tid()
+        record.wurk_text = context.text()
         return True
 
 
@@ -133,6 +165,8 @@ class JsonFormatter(logging.Formatter):
                  "ctx": getattr(record, "wurk", {})}
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
+        elif getattr(record, "exc_text", None):
+            entry["exc"] = record.exc_text
         return json.dumps(entry, default=str)
 
 
@@ -150,6 +184,41 @@ def make_formatter(fmt: str = "text") -> logging.Formatter:
     return formatter
 
 
+class _ContextQueueHandler(logging.handlers.QueueHandler):
+    """Hands records to the writer thread with their context already attached."""
+
+    def prepare(self, record):
+        # Keep the record as is (the writer formats it), but render what cannot cross
+        # threads: the message arguments and the traceback.
+        record.msg = record.getMessage()
+        record.args = None
+        if record.exc_info:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+            record.exc_info = None
+        return record
+
+
+_listener: logging.handlers.QueueListener | None = None
+
+
+def _start_writer(handler: logging.handlers.QueueHandler, writer: logging.Handler) -> None:
+    global _listener
+    handler.queue = queue.SimpleQueue()
+    _listener = logging.handlers.QueueListener(handler.queue, writer)
+    _listener.start()
+
+
+def stop_logging() -> None:
+    """Write out every queued line (at exit; os._exit skips atexit, so call it first)."""
+    global _listener
+    if _listener is not None:
+        _listener.stop()
+        _listener = None
+
+
+atexit.register(stop_logging)
+
+
 def configure_logging(level: int = logging.INFO, fmt: str = "text",
                       logfile: str | None = None) -> logging.Handler:
     """Give a worker process's `wurk` logger its own handler, in Wurk's format.
@@ -158,9 +227,13 @@ def configure_logging(level: int = logging.INFO, fmt: str = "text",
     never prints job lines a second time. A bare process with no root handler gets
     the same handler on the root logger, so the application's loggers show up too.
     """
-    handler = logging.FileHandler(logfile) if logfile else logging.StreamHandler(sys.stdout)
+    writer = logging.FileHandler(logfile) if logfile else logging.StreamHandler(sys.stdout)
+    writer.setFormatter(make_formatter(fmt))
+    handler = _ContextQueueHandler(queue.SimpleQueue())
     handler.addFilter(ContextFilter())
-    handler.setFormatter(make_formatter(fmt))
+    _start_writer(handler, writer)
+    # A forked worker (--processes) inherits the queue but not the writer thread.
+    os.register_at_fork(after_in_child=lambda: _start_writer(handler, writer))
     wurk = logging.getLogger("wurk")
     wurk.addHandler(handler)
     wurk.setLevel(level)

@@ -59,6 +59,7 @@ class Manager:
     def _flush_fetcher(self) -> None:
         try:
             self.fetcher.flush_acks()
+            self.fetcher.return_prefetched()
         except Exception as exc:
             self.config.handle_exception(exc, {"context": "Flushing acknowledgements"})
 

@@ -111,39 +111,40 @@ class Processor:
         unit.jid = job.get("jid") if isinstance(job.get("jid"), str) else None
         manager = self.manager
         ack = False
+        tokens = manager.job_logger.enter(job)
         try:
-            with manager.job_logger.prepare(job):
-                try:
-                    manager.retrier.global_guard(raw, unit.queue,
-                                                 lambda: self._dispatch(job, raw, unit.queue))
-                    ack = True
-                except RetryHandled as handled:
-                    ack = True
-                    self.config.handle_exception(handled.__cause__ or handled,
-                                                 {"context": "Job raised exception", "job": job})
-                except Shutdown:
-                    pass  # already requeued by the manager; never ack
-                except Exception as exc:
-                    # Got past the retry guards (Redis down while booking a retry): leave
-                    # it unacknowledged so a reliable fetcher can hand it out again.
-                    self.config.handle_exception(exc, {"context": "Internal exception!",
-                                                       "job": job, "jobstr": raw})
+            manager.retrier.global_guard(raw, unit.queue,
+                                         lambda: self._dispatch(job, raw, unit.queue))
+            ack = True
+        except RetryHandled as handled:
+            ack = True
+            self.config.handle_exception(handled.__cause__ or handled,
+                                         {"context": "Job raised exception", "job": job})
+        except Shutdown:
+            pass  # already requeued by the manager; never ack
+        except Exception as exc:
+            # Got past the retry guards (Redis down while booking a retry): leave it
+            # unacknowledged so a reliable fetcher can hand it out again.
+            self.config.handle_exception(exc, {"context": "Internal exception!",
+                                               "job": job, "jobstr": raw})
         finally:
+            manager.job_logger.leave(tokens)
             if ack:
                 unit.acknowledge()
 
     def _dispatch(self, job: dict, raw: bytes, queue: str):
         manager = self.manager
         thread_id = tid()
-        with manager.job_logger.call(job, queue):
-            manager.work_state.start(thread_id, queue, raw.decode("utf-8", "replace"))
-            failed = True
-            try:
-                manager.config.reloader(lambda: self._run(job, raw, queue))
-                failed = False
-            finally:
-                manager.work_state.finish(thread_id)
-                manager.counters.record(failed)
+        started = manager.job_logger.start()
+        manager.work_state.start(thread_id, queue, raw)
+        failed = True
+        try:
+            manager.config.reloader(lambda: self._run(job, raw, queue))
+            failed = False
+        finally:
+            manager.work_state.finish(thread_id)
+            manager.counters.record(failed)
+            manager.job_logger.finish(started, failed)
 
     def _run(self, job: dict, raw: bytes, queue: str):
         task = REGISTRY.get(job["class"])

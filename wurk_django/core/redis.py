@@ -89,6 +89,13 @@ class RedisConnection:
         except redis.exceptions.RedisError as exc:
             raise_translated(exc, self.masked_url)
 
+    def dedicated(self, socket_timeout_s: float | None = None) -> "DedicatedConnection":
+        """A connection of its own (not from the pool), e.g. for a fetcher's hot path."""
+        kwargs = dict(self.pool.connection_kwargs)
+        if socket_timeout_s is not None:
+            kwargs["socket_timeout"] = socket_timeout_s
+        return DedicatedConnection(self.pool.connection_class(**kwargs))
+
     def script(self, name: str):
         """Return the Lua script `lua/<name>.lua`; called by SHA, reloaded on NOSCRIPT."""
         script = self._scripts.get(name)
@@ -150,3 +157,41 @@ def close_connections() -> None:
         for connection in _connections.values():
             connection.close()
         _connections.clear()
+
+
+class DedicatedConnection:
+    """One socket used by one thread at a time, sending raw command batches.
+
+    The hot path (fetch + acks) pays for neither redis-py's pipeline bookkeeping nor a
+    pool checkout per job: a batch is packed, written once and its replies read back,
+    one round trip. Error replies come back as exception instances, in place, so the
+    socket never falls out of step with the replies.
+    """
+
+    def __init__(self, connection):
+        self.connection = connection
+
+    def execute(self, commands: list[tuple]) -> list:
+        connection = self.connection
+        try:
+            connection.send_packed_command(connection.pack_commands(commands),
+                                           check_health=False)
+            replies = []
+            for _ in commands:
+                try:
+                    replies.append(connection.read_response())
+                except redis.exceptions.ResponseError as exc:
+                    replies.append(exc)
+            return replies
+        except BaseException:
+            connection.disconnect()  # a half-read reply must never be read as the next
+            raise
+
+    def call(self, *command):
+        reply = self.execute([command])[0]
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    def close(self) -> None:
+        self.connection.disconnect()

@@ -58,9 +58,10 @@ class WorkState:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._work: dict[str, tuple[str, str, int]] = {}
+        # The payload stays bytes; the heartbeat decodes the few it writes.
+        self._work: dict[str, tuple[str, bytes, int]] = {}
 
-    def start(self, tid: str, queue: str, payload: str) -> None:
+    def start(self, tid: str, queue: str, payload: bytes) -> None:
         with self._lock:
             self._work[tid] = (queue, payload, int(time.time()))
 
@@ -68,7 +69,7 @@ class WorkState:
         with self._lock:
             self._work.pop(tid, None)
 
-    def snapshot(self) -> dict[str, tuple[str, str, int]]:
+    def snapshot(self) -> dict[str, tuple[str, bytes, int]]:
         with self._lock:
             return dict(self._work)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from . import keys
 from .identity import hostname, process_nonce
+from .joblog import stop_logging
 from .redis import REDIS_ERRORS, close_connections, connection_for
 from .rolling import RollingRestart
 
@@ -172,6 +173,7 @@ class Supervisor:
         except BaseException:
             logger.exception("Worker process %d failed", os.getpid())
         finally:
+            stop_logging()
             logging.shutdown()
             os._exit(status)
 

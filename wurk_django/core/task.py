@@ -9,6 +9,7 @@ from typing import Any, Callable, ClassVar
 from . import testmode
 from .errors import JobArgumentError
 from .payload import TRANSIENT_KEYS, scheduled_at
+from .joblog import JobAdapter
 from .registry import REGISTRY
 
 DISCARD = "discard"
@@ -16,6 +17,7 @@ KILL = "kill"
 DEFAULT = "default"
 
 RETRY_FOR_MAX = 1_000_000_000
+_JOB_LOGGER = logging.getLogger("wurk.job")
 _CALLABLE_OPTIONS = ("retry_in", "retries_exhausted")
 # `@wurk_task(cron="0 4 * * *", cron_args=[...], cron_tz="UTC")` registers a loop
 # (ent §2.1); these options describe the loop and never reach a job payload.
@@ -98,7 +100,7 @@ class Job:
 
     def __init__(self):
         self.jid: str | None = None
-        self.logger = logging.getLogger("wurk.job")
+        self.logger = JobAdapter(_JOB_LOGGER, {})
         self._interrupt: threading.Event | None = None
 
     def interrupted(self) -> bool:

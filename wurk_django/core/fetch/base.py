@@ -50,6 +50,9 @@ class Fetcher(ABC):
     def flush_acks(self) -> None:
         """Send every acknowledgement still held back (quiet, stop, shutdown)."""
 
+    def return_prefetched(self) -> None:
+        """Give back jobs fetched ahead for threads that never started them (stop)."""
+
     def quiet(self) -> None:
         """Stop handing out work; called once when the process quiets."""
 

@@ -2,6 +2,11 @@
 
 A job stays in `queue:<q>|<host>|<pid>|<nonce>|0` until it is acknowledged, so a
 process that dies mid-job leaves it where the reaper can give it back.
+
+One thread fetches at a time, for itself and for every thread waiting behind it: a
+single round trip carries the acks of finished jobs and moves as many jobs as there
+are waiting threads (prefetch without hoarding: nothing is taken that no idle thread
+is ready to run). Under load that is well under one round trip per job.
 """
 
 import os
@@ -17,6 +22,7 @@ from .base import BLOCK_TIMEOUT_S, Fetcher, UnitOfWork
 
 PAUSED_TTL_S = 2.0
 QUIET_PAUSE_S = 0.05
+MAX_BATCH = 32
 
 
 class ReliableUnit(UnitOfWork):
@@ -28,46 +34,44 @@ class ReliableUnit(UnitOfWork):
         self.fetcher = fetcher
 
     def acknowledge(self) -> None:
-        # Deferred: the next fetch pass of this thread sends it in the same round trip.
+        # Deferred: the next fetch round trip carries it.
         self.fetcher.hold_ack(self)
 
     def requeue(self) -> None:
         self.fetcher.bulk_requeue([self])
 
 
-class AckSlot:
-    """One processor thread's acknowledgements waiting for its next round trip."""
+def ack_commands(units) -> list[tuple]:
+    commands = []
+    for unit in units:
+        commands.append(("LREM", unit.private_queue, 1, unit.job))
+        if unit.jid:
+            commands.append(("DEL", keys.recovered(unit.jid)))
+    return commands
 
-    __slots__ = ("units", "lock")
 
-    def __init__(self):
-        self.units: deque[ReliableUnit] = deque()
-        self.lock = threading.Lock()
-
-
-def add_ack(pipe, unit: ReliableUnit) -> None:
-    pipe.lrem(unit.private_queue, 1, unit.job)
-    if unit.jid:
-        pipe.delete(keys.recovered(unit.jid))
+def _raise_errors(replies) -> None:
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
 
 
 class ReliableFetch(Fetcher):
-    """LMOVE/BLMOVE into private lists; acks ride along with the next fetch."""
+    """LMOVE/BLMOVE into private lists; acks and prefetch share each round trip."""
 
     def __init__(self, config, capsule, connection):
         super().__init__(config, capsule, connection)
         self._private: tuple[int, dict[str, str]] = (0, {})
         self._paused: tuple[float, frozenset[str]] = (float("-inf"), frozenset())
-        self._local = threading.local()
-        self._slots: list[AckSlot] = []
-        self._slots_lock = threading.Lock()
-        # A parked BLMOVE holds its connection for 2 s: give blocking calls their own pool
-        # so pushes and acks never wait behind them.
-        self._blocking = redis.Redis(connection_pool=redis.BlockingConnectionPool(
-            connection_class=connection.pool.connection_class,
-            max_connections=capsule.concurrency + 1, timeout=None,
-            **{**connection.pool.connection_kwargs,
-               "socket_timeout": BLOCK_TIMEOUT_S + config.network_timeout_s}))
+        self._cond = threading.Condition()
+        self._prefetched: deque[ReliableUnit] = deque()
+        self._acks: list[ReliableUnit] = []
+        self._fetching = False   # a thread is fetching for everyone
+        self._parked = False     # ... and is blocked in BLMOVE
+        self._waiting = 0        # threads waiting for that fetch
+        # Only the fetching thread uses it; a parked BLMOVE needs a longer read timeout.
+        self._link = connection.dedicated(BLOCK_TIMEOUT_S + config.network_timeout_s)
+        self._script_sha: str | None = None
         self.quieted = threading.Event()
 
     # --- names and caches ---------------------------------------------------------
@@ -101,112 +105,135 @@ class ReliableFetch(Fetcher):
 
     # --- acknowledgements -----------------------------------------------------------
 
-    def _slot(self) -> AckSlot:
-        slot = getattr(self._local, "slot", None)
-        if slot is None:
-            slot = self._local.slot = AckSlot()
-            with self._slots_lock:
-                self._slots.append(slot)
-        return slot
-
     def hold_ack(self, unit: ReliableUnit) -> None:
-        slot = self._slot()
-        with slot.lock:
-            slot.units.append(unit)
+        with self._cond:
+            parked = self._parked
+            if not parked:
+                self._acks.append(unit)
+                return
+        # The fetcher is parked in BLMOVE for up to 2 s: do not make this ack wait.
+        self._send_acks([unit])
 
-    def _take_one(self, slot: AckSlot) -> ReliableUnit | None:
-        with slot.lock:
-            return slot.units.popleft() if slot.units else None
+    def _take_acks(self) -> list[ReliableUnit]:
+        with self._cond:
+            acks, self._acks = self._acks, []
+            return acks
 
-    def _give_back(self, slot: AckSlot, units: list[ReliableUnit]) -> None:
-        with slot.lock:
-            slot.units.extendleft(reversed(units))
+    def _give_back_acks(self, units: list[ReliableUnit]) -> None:
+        with self._cond:
+            self._acks[:0] = units  # at the front: the oldest go first next time
 
-    def _flush_slot(self, slot: AckSlot) -> None:
-        with slot.lock:
-            units = list(slot.units)
-            slot.units.clear()
+    def _send_acks(self, units: list[ReliableUnit]) -> None:
         if not units:
             return
         try:
             pipe = self.connection.pipeline()
-            for unit in units:
-                add_ack(pipe, unit)
+            for command in ack_commands(units):
+                pipe.execute_command(*command)
             pipe.execute()
         except Exception:
-            self._give_back(slot, units)  # at the front: the oldest acks go first next time
+            self._give_back_acks(units)
             raise
 
-    def _flush_own(self) -> None:
-        """Send this thread's held acks in their own round trip."""
-        self._flush_slot(self._slot())
-
     def flush_acks(self) -> None:
-        """Send every thread's held acks (quiet, stop, shutdown); errors propagate."""
-        with self._slots_lock:
-            slots = list(self._slots)
-        for slot in slots:
-            self._flush_slot(slot)
+        """Send every held ack now (quiet, stop, shutdown); errors propagate."""
+        self._send_acks(self._take_acks())
 
     # --- fetching ---------------------------------------------------------------------
 
     def retrieve_work(self) -> ReliableUnit | None:
         if self.quieted.is_set():
-            self._flush_own()
+            self.flush_acks()
             time.sleep(QUIET_PAUSE_S)
             return None
+        with self._cond:
+            if self._prefetched:
+                return self._prefetched.popleft()
+            if self._fetching:
+                # Someone is fetching for us too; its round trip wakes us.
+                self._waiting += 1
+                self._cond.wait(BLOCK_TIMEOUT_S)
+                self._waiting -= 1
+                return self._prefetched.popleft() if self._prefetched else None
+            self._fetching = True
+            want = min(self._waiting + 1, MAX_BATCH)
+        try:
+            units = self._fetch(want)
+        except BaseException:
+            self._fetch_done([])
+            raise
+        if self._fetch_done(units):
+            # Acks that arrived during our round trip, and no thread waiting to carry
+            # them in the next one: send them now rather than after a long job.
+            self.flush_acks()
+        return units[0] if units else None
+
+    def _fetch_done(self, units: list[ReliableUnit]) -> bool:
+        """Hand extra jobs to the waiting threads; True if acks are left with no carrier."""
+        with self._cond:
+            self._fetching = self._parked = False
+            self._prefetched.extend(units[1:])
+            self._cond.notify_all()
+            return bool(self._acks) and not self._waiting
+
+    def _fetch(self, want: int) -> list[ReliableUnit]:
         order = self.fetch_order()
         if not order:
-            self._flush_own()
+            self.flush_acks()
             self.quieted.wait(BLOCK_TIMEOUT_S)  # never spin when every queue is paused
-            return None
-        unit = self._fetch_first(order[0])
-        if unit is None and len(order) > 1:
-            unit = self._fetch_rest(order[1:])
-        if unit is None:
-            self._flush_own()
-            unit = self._fetch_blocking(order[0])
-        return unit
-
-    def _fetch_first(self, queue: str) -> ReliableUnit | None:
-        """One round trip: this thread's oldest held ack plus an LMOVE."""
-        slot = self._slot()
-        held = self._take_one(slot)
-        private = self.private_queue(queue)
-        pipe = self.connection.pipeline()
-        if held is not None:
-            add_ack(pipe, held)
-        pipe.lmove(keys.queue(queue), private, "RIGHT", "LEFT")
+            return []
+        acks = self._take_acks()
         try:
-            replies = pipe.execute()
+            units = self._fetch_batch(order, want, ack_commands(acks))
         except Exception:
-            if held is not None:
-                self._give_back(slot, [held])
+            self._give_back_acks(acks)
             raise
-        job = replies[-1]
-        return None if job is None else ReliableUnit(queue, job, private, self)
+        if units:
+            return units
+        with self._cond:
+            self._parked = True
+        self.flush_acks()  # never hold an ack across a 2 s block
+        return self._fetch_blocking(order[0])
 
-    def _fetch_rest(self, queues: list[str]) -> ReliableUnit | None:
-        if len(queues) == 1:
-            private = self.private_queue(queues[0])
-            job = self.connection.client.lmove(keys.queue(queues[0]), private, "RIGHT", "LEFT")
-            return None if job is None else ReliableUnit(queues[0], job, private, self)
+    def _fetch_batch(self, order: list[str], want: int, acks: list[tuple]) -> list[ReliableUnit]:
+        """One round trip: the held acks plus an LMOVE (or a batch script) for `want`."""
+        if len(order) == 1 and want == 1:
+            private = self.private_queue(order[0])
+            replies = self._link.execute([*acks, ("LMOVE", keys.queue(order[0]), private,
+                                                   "RIGHT", "LEFT")])
+            _raise_errors(replies)
+            job = replies[-1]
+            return [] if job is None else [ReliableUnit(order[0], job, private, self)]
         pairs = []
-        for queue in queues:
+        for queue in order:
             pairs += [keys.queue(queue), self.private_queue(queue)]
-        reply = self.connection.script("fetch_first")(keys=pairs)
-        if reply is None:
-            return None
-        index, job = reply
-        queue = queues[int(index) - 1]
-        return ReliableUnit(queue, job, self.private_queue(queue), self)
+        replies = self._link.execute([*acks, self._evalsha(pairs, want)])
+        _raise_errors(replies[:-1])
+        reply = replies[-1]
+        if isinstance(reply, redis.exceptions.NoScriptError):
+            self._script_sha = None  # Redis restarted or SCRIPT FLUSH: load it again
+            reply = self._link.execute([self._evalsha(pairs, want)])[-1]
+        if isinstance(reply, Exception):
+            raise reply
+        units = []
+        for index in range(0, len(reply), 2):
+            queue = order[int(reply[index]) - 1]
+            units.append(ReliableUnit(queue, reply[index + 1], self.private_queue(queue), self))
+        return units
 
-    def _fetch_blocking(self, queue: str) -> ReliableUnit | None:
+    def _evalsha(self, pairs: list[str], want: int) -> tuple:
+        if self._script_sha is None:
+            script = self.connection.script("fetch_batch")
+            self._script_sha = self._link.call("SCRIPT", "LOAD", script.script).decode()
+        return ("EVALSHA", self._script_sha, len(pairs), *pairs, want)
+
+    def _fetch_blocking(self, queue: str) -> list[ReliableUnit]:
         private = self.private_queue(queue)
         # On a lost reply the move happened or it did not: the job is in our private
         # list (where the reaper finds it) or still public. Never lost.
-        job = self._blocking.blmove(keys.queue(queue), private, BLOCK_TIMEOUT_S, "RIGHT", "LEFT")
-        return None if job is None else ReliableUnit(queue, job, private, self)
+        job = self._link.call("BLMOVE", keys.queue(queue), private, "RIGHT", "LEFT",
+                              BLOCK_TIMEOUT_S)
+        return [] if job is None else [ReliableUnit(queue, job, private, self)]
 
     # --- shutdown -----------------------------------------------------------------------
 
@@ -223,8 +250,17 @@ class ReliableFetch(Fetcher):
                    client=pipe)
         pipe.execute()
 
+    def return_prefetched(self) -> None:
+        """Give back jobs fetched for threads that never started them."""
+        with self._cond:
+            units = list(self._prefetched)
+            self._prefetched.clear()
+        self.bulk_requeue(units)
+
     def quiet(self) -> None:
         self.quieted.set()
+        with self._cond:
+            self._cond.notify_all()
 
     def close(self) -> None:
-        self._blocking.connection_pool.disconnect()
+        self._link.close()
