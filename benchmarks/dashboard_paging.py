@@ -1,9 +1,11 @@
-"""Dashboard paging benchmark: page time must not grow with the size of the set.
+"""Dashboard paging through Django: page time must not grow with the size of the set.
 
-Fills the `retry` sorted set with N jobs (pipelined ZADD in chunks), then times the
-dashboard's `api/sets/retries` endpoint (the Django view, through the test client,
-as a logged-in superuser) and the core `RetrySet.page()` it calls, at page 1 and at
-the last page. A script, not a test: nothing here asserts a time.
+Fills the `retry` sorted set with N jobs, then times the dashboard's
+`api/sets/retries` endpoint (the Django view, through the test client, as a logged-in
+superuser) and the core `RetrySet.page()` it calls, at page 1 and at the last page.
+A script, not a test: nothing here asserts a time. The fill and timing helpers are the
+bench's (`wurk_django/core/bench/workloads/bench_paging.py`); `make bench` times the
+core half on every run.
 
     python benchmarks/dashboard_paging.py                 # 10^3, 10^5 and 10^6 jobs
     python benchmarks/dashboard_paging.py --sizes 1000 100000 --repeat 50
@@ -14,45 +16,16 @@ throw-away SQLite database, so it touches nothing of yours.
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-FILL_CHUNK = 10_000
-PAGE_SIZE = 25
-
-
-def payload(index: int) -> bytes:
-    return (b'{"class":"app.tasks.Charge","args":[%d,"order-%d"],"queue":"default",'
-            b'"jid":"%024x","created_at":1739522580123,"retry_count":3,'
-            b'"error_class":"ValueError","error_message":"card declined"}'
-            % (index, index, index))
-
-
-def fill(redis_client, key: str, count: int) -> float:
-    started = time.perf_counter()
-    for start in range(0, count, FILL_CHUNK):
-        pipe = redis_client.pipeline(transaction=False)
-        pipe.zadd(key, {payload(i): 1_700_000_000.0 + i
-                        for i in range(start, min(start + FILL_CHUNK, count))})
-        pipe.execute()
-    return time.perf_counter() - started
-
-
-def median_ms(run, repeat: int) -> float:
-    for _ in range(5):  # warm up: connections, URL resolver, session and page caches
-        run()
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples) * 1000
+from wurk_django.core.bench.server import PrivateRedis  # noqa: E402
+from wurk_django.core.bench.workloads.bench_paging import (  # noqa: E402
+    PAGE_SIZE, fill, last_page, median_ms)
 
 
 def setup_django(redis_url: str, db_path: str):
@@ -81,8 +54,7 @@ def main() -> None:
 
     import redis
 
-    from tests.support.redis_server import RedisServer
-    server = RedisServer().start()
+    server = PrivateRedis().start()
     workdir = tempfile.mkdtemp(prefix="wurk-bench-")
     try:
         client = setup_django(server.url, os.path.join(workdir, "db.sqlite3"))
@@ -93,7 +65,7 @@ def main() -> None:
         for size in args.sizes:
             redis_client.flushall()
             fill_s = fill(redis_client, "retry", size)
-            last = -(-size // PAGE_SIZE)
+            last = last_page(size)
             retries = RetrySet()
 
             def api(page):
@@ -107,7 +79,7 @@ def main() -> None:
             print(f"{size:>10,} {fill_s:>8.1f} {last:>10,} {timings[0]:>10.2f} "
                   f"{timings[1]:>12.2f} {timings[2]:>11.2f} {timings[3]:>13.2f}", flush=True)
     finally:
-        server.cleanup()
+        server.stop()
 
 
 if __name__ == "__main__":

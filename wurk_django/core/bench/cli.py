@@ -1,8 +1,10 @@
 """`python -m wurk_django.core.bench`: parse options, start Redis, run the plan, report."""
 
 import argparse
+import contextlib
 import json
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -89,9 +91,26 @@ def connect(args) -> tuple[str, PrivateRedis | None]:
     return args.redis_url, None
 
 
+@contextlib.contextmanager
+def terminate_as_exit():
+    """Turn SIGTERM (`timeout`, a CI cancel) into SystemExit, so the `finally` blocks stop
+    workers, Redis and worktrees; the main thread only, where Python delivers signals."""
+    def exit_now(number, frame):
+        raise SystemExit(128 + number)
+    previous = signal.signal(signal.SIGTERM, exit_now)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def execute(args, extra_trials=(), out=None) -> int:
     """Run what `args` asks for, print the table, write the JSON; 1 if a run failed."""
-    out = out or sys.stdout
+    with terminate_as_exit():
+        return _execute(args, extra_trials, out or sys.stdout)
+
+
+def _execute(args, extra_trials, out) -> int:
     log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="wurk-bench-logs-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     worktrees = Worktrees(Path.cwd()) if args.vs else None

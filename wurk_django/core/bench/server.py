@@ -9,6 +9,7 @@ import time
 import redis
 
 from ..embedded_redis import redis_server_binary
+from .targets import die_with_parent
 
 START_TIMEOUT_S = 10.0
 
@@ -35,7 +36,7 @@ class PrivateRedis:
         self.process = subprocess.Popen(
             [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", self.dir],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
         client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
         deadline = time.monotonic() + START_TIMEOUT_S
         try:

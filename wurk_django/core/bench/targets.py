@@ -1,5 +1,6 @@
 """What a bench run measures: Wurk at some revision, or a peer, and how to start it."""
 
+import ctypes
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ from typing import Callable
 WORKLOADS_DIR = Path(__file__).with_name("workloads")
 STOP_TIMEOUT_S = 30.0
 PROBE_TIMEOUT_S = 600.0
+PR_SET_PDEATHSIG = 1
 
 
 class BenchError(Exception):
@@ -51,7 +53,8 @@ class Target:
         """Run `bench_probe` in this target's interpreter; return its JSON answer."""
         argv = [self.python, "-m", "bench_probe", self.system, *map(str, args)]
         done = subprocess.run(argv, env=self.env(redis_url), cwd=self.cwd, text=True,
-                              capture_output=True, timeout=PROBE_TIMEOUT_S)
+                              capture_output=True, timeout=PROBE_TIMEOUT_S,
+                              preexec_fn=die_with_parent)
         if done.returncode != 0:
             raise BenchError(f"{self.label}: probe {' '.join(map(str, args))} failed:\n"
                              f"{done.stderr[-2000:]}")
@@ -69,7 +72,8 @@ class Workers:
         self.log_path = log_path
         self._log = open(log_path, "ab")
         self.processes = [subprocess.Popen(argv, env=env, cwd=cwd, stdout=self._log,
-                                           stderr=subprocess.STDOUT) for argv in argvs]
+                                           stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+                          for argv in argvs]
 
     def alive(self) -> bool:
         return all(p.poll() is None for p in self.processes)
@@ -98,6 +102,15 @@ class Workers:
         for process in self.processes:
             process.wait(STOP_TIMEOUT_S)
         self._log.close()
+
+
+def die_with_parent() -> None:
+    """In a child before exec: be SIGKILLed if the bench dies, even by SIGKILL, so no
+    worker or redis-server outlives an interrupted run (Linux; elsewhere a no-op)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
 
 
 def _children(pid: int) -> list[int]:
