@@ -220,22 +220,15 @@ def test_scheduled_push_goes_to_the_schedule_set_without_at_or_enqueued_at(confi
 # --- bulk push (core semantics §3.2) -----------------------------------------------------
 
 class CountingConnection(RedisConnection):
-    """A real connection that counts pipeline round trips."""
+    """A real connection that counts the command batches (round trips) pushes send."""
 
     def __init__(self, url):
         super().__init__(url)
         self.executions = []
 
-    def pipeline(self, transaction=False):
-        pipe = super().pipeline(transaction)
-        execute = pipe.execute
-
-        def counted(*args, **kwargs):
-            self.executions.append(len(pipe.command_stack))
-            return execute(*args, **kwargs)
-
-        pipe.execute = counted
-        return pipe
+    def execute_batch(self, commands):
+        self.executions.append(len(commands))
+        return super().execute_batch(commands)
 
 
 def test_bulk_push_gives_one_jid_per_job_and_one_enqueued_at(config, redis_client):

@@ -210,26 +210,19 @@ def test_write_retries_only_once_on_readonly(replica):
 
 
 class HealingConnection(RedisConnection):
-    """A real connection whose first pipeline ends the NOREPLICAS condition after failing."""
+    """A real connection whose first push batch ends the NOREPLICAS condition after failing."""
 
     def __init__(self, url, admin):
         super().__init__(url)
         self.admin = admin
         self.attempts = 0
 
-    def pipeline(self, transaction=False):
-        pipe = super().pipeline(transaction)
-        execute = pipe.execute
-
-        def execute_then_heal(*args, **kwargs):
-            self.attempts += 1
-            try:
-                return execute(*args, **kwargs)
-            finally:
-                self.admin.config_set("min-replicas-to-write", 0)
-
-        pipe.execute = execute_then_heal
-        return pipe
+    def execute_batch(self, commands):
+        self.attempts += 1
+        try:
+            return super().execute_batch(commands)
+        finally:
+            self.admin.config_set("min-replicas-to-write", 0)
 
 
 def test_a_push_pipeline_refused_with_noreplicas_is_retried_once(config, redis_client,

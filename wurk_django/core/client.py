@@ -194,11 +194,7 @@ class Client:
             job["enqueued_at"] = enqueued_at
             by_queue.setdefault(job["queue"], []).append(dumps(job))
 
-        def send():
-            pipe = connection.pipeline()
-            pipe.sadd(keys.QUEUES, *by_queue)
-            for queue, payloads in by_queue.items():
-                pipe.lpush(keys.queue(queue), *payloads)
-            return pipe.execute()
-
-        connection.write(send)
+        commands = [("SADD", keys.QUEUES, *by_queue)]
+        commands += [("LPUSH", keys.queue(queue), *payloads)
+                     for queue, payloads in by_queue.items()]
+        connection.write(connection.execute_batch, commands)

@@ -89,6 +89,24 @@ class RedisConnection:
         except redis.exceptions.RedisError as exc:
             raise_translated(exc, self.masked_url)
 
+    def execute_batch(self, commands: list[tuple]) -> list:
+        """Send commands in one write on a pooled connection and read every reply: one
+        round trip without redis-py's pipeline bookkeeping (the push hot path).
+
+        The first error reply is raised after all replies are read, so `write()` can
+        tell a fail-over refusal from other errors.
+        """
+        pool = self.pool
+        connection = pool.get_connection()
+        try:
+            replies = DedicatedConnection(connection).execute(commands)
+        finally:
+            pool.release(connection)
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return replies
+
     def dedicated(self, socket_timeout_s: float | None = None) -> "DedicatedConnection":
         """A connection of its own (not from the pool), e.g. for a fetcher's hot path."""
         kwargs = dict(self.pool.connection_kwargs)
