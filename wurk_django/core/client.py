@@ -88,15 +88,25 @@ class Client:
         if "jid" in item and len(args_list) != 1:
             raise JobArgumentError("a jid may be given only when pushing exactly one job")
 
+        # Every job shares the class and options: normalise them once, then vary args,
+        # jid and time per job (the same result as normalising each, at bulk speed).
+        given_jid, given_created_at = "jid" in item, "created_at" in item
+        template = self.normalize({**item, "args": []})
         results: list[str | None] = []
         for start in range(0, len(args_list), int(batch_size)):
             chunk = args_list[start:start + int(batch_size)]
             jobs = []
+            created_at = now_ms()
             for offset, args in enumerate(chunk):
-                job_item = {**item, "args": args}
+                job = dict(template)
+                job["args"] = args
+                if not given_jid:
+                    job["jid"] = new_jid()
+                if not given_created_at:
+                    job["created_at"] = created_at
                 if at is not None:
-                    job_item["at"] = at[start + offset] if isinstance(at, list) else at
-                job = self.prepare(self.normalize(job_item))
+                    job["at"] = at[start + offset] if isinstance(at, list) else at
+                job = self.prepare(job)
                 results.append(None if job is None else job["jid"])
                 if job is not None:
                     jobs.append(job)
