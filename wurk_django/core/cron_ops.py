@@ -2,7 +2,7 @@
 and the plain-text tables `manage.py wurk_cron` prints."""
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from . import keys
@@ -14,7 +14,7 @@ from .payload import loads
 
 @dataclass
 class LoopInfo:
-    """One stored loop, as its hash says."""
+    """One stored loop, as its hash says (and, when read with it, its last fires)."""
 
     lid: str
     schedule: str
@@ -24,6 +24,32 @@ class LoopInfo:
     paused: bool
     last_fired_at: int | None
     next_fire_at: int | None
+    history: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def queue(self) -> str | None:
+        return self.options.get("queue")
+
+    @property
+    def args(self) -> list:
+        args = self.options.get("args", [])
+        return args if isinstance(args, list) else [args]
+
+    @property
+    def retry(self):
+        return self.options.get("retry")
+
+    @property
+    def upcoming(self) -> int | None:
+        """The next fire: none while paused; computed when the engine has not stored it."""
+        if self.paused:
+            return None
+        if self.next_fire_at is not None:
+            return self.next_fire_at
+        try:
+            return schedule_for(self.schedule, self.tz).next_after(time.time())
+        except (ValueError, KeyError):  # an expression this side cannot parse
+            return None
 
 
 def _text(value) -> str | None:
@@ -37,17 +63,31 @@ def _epoch(value: str | None) -> int | None:
         return None
 
 
-def fetch(connection, lid: str) -> LoopInfo | None:
-    """The loop `lid`, or None if no such loop is registered."""
-    if not connection.client.sismember(keys.PERIODIC, lid):
-        return None
-    fields = {_text(k): _text(v) for k, v in connection.client.hgetall(keys.loop(lid)).items()}
+def loop_from_hash(lid: str, raw_fields: dict) -> LoopInfo | None:
+    """Read a `loops:<lid>` hash; None if it is gone or was never complete."""
+    fields = {_text(k): _text(v) for k, v in raw_fields.items()}
     if not fields.get("schedule"):
         return None
     return LoopInfo(lid=lid, schedule=fields["schedule"], klass=fields.get("klass") or "",
                     options=loop_options(fields.get("options")), tz=fields.get("tz") or "",
                     paused=fields.get("paused") == "1", last_fired_at=_epoch(fields.get("lf")),
                     next_fire_at=_epoch(fields.get("nf")))
+
+
+def history_entry(raw: bytes) -> tuple[int, str] | None:
+    """One `loop-history:<lid>` entry as (epoch seconds, jid); None if unreadable."""
+    try:
+        fired_at, jid = loads(raw)
+        return int(fired_at), str(jid)
+    except (ValueError, TypeError):
+        return None
+
+
+def fetch(connection, lid: str) -> LoopInfo | None:
+    """The loop `lid`, or None if no such loop is registered."""
+    if not connection.client.sismember(keys.PERIODIC, lid):
+        return None
+    return loop_from_hash(lid, connection.client.hgetall(keys.loop(lid)))
 
 
 def loops(connection) -> list[LoopInfo]:
@@ -105,14 +145,8 @@ def fire(config, connection, lid: str) -> str | None:
 
 def history(connection, lid: str) -> list[tuple[int, str]]:
     """The loop's last fires, newest first: (epoch seconds, jid)."""
-    entries = []
-    for raw in connection.client.lrange(keys.loop_history(lid), 0, HISTORY_CAP - 1):
-        try:
-            fired_at, jid = loads(raw)
-            entries.append((int(fired_at), str(jid)))
-        except (ValueError, TypeError):
-            continue
-    return entries
+    raw = connection.client.lrange(keys.loop_history(lid), 0, HISTORY_CAP - 1)
+    return [entry for entry in map(history_entry, raw) if entry is not None]
 
 
 # --- tables -----------------------------------------------------------------------
