@@ -32,6 +32,15 @@ def charge_order(order_id):
     Order.objects.filter(pk=order_id).update(status="charged")
 
 
+@wurk_task(queue="low", cron="*/5 * * * *")
+def summarize_orders():
+    """A cron loop: every five minutes the cluster's leader fires it, exactly once."""
+    from django.db.models import Count
+
+    from .models import Order
+    return dict(Order.objects.values_list("status").annotate(n=Count("id")))
+
+
 class HardJob(Job):
     """Shares its name with a Ruby Sidekiq class, so either language can push it."""
 
