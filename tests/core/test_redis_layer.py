@@ -368,3 +368,30 @@ def test_server_version_is_read(connection):
 def test_mask_url_hides_passwords(url, masked):
     assert mask_url(url) == masked
     assert "secret" not in mask_url(url)
+
+
+FORK_PUSHES = """
+import os, sys
+from wurk_django.core import Client, Config
+client = Client(Config(redis_url=sys.argv[1]))
+client.push({"class": "X", "args": ["before fork"]})  # the parent now holds a socket
+pid = os.fork()
+for n in range(200):
+    client.push({"class": "X", "args": [os.getpid(), n]})
+if pid == 0:
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+print(status)
+"""
+
+
+def test_a_forked_child_never_shares_the_parents_push_socket(redis_url, redis_client):
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, "-c", FORK_PUSHES, redis_url], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "0"  # the child pushed without a protocol error
+    jobs = [loads(raw) for raw in redis_client.lrange(keys.queue("default"), 0, -1)]
+    assert len(jobs) == 401
+    assert len({job["jid"] for job in jobs}) == 401

@@ -11,6 +11,7 @@ from .registry import REGISTRY
 from .task import retry_for_seconds, task_class
 
 DEFAULT_BATCH_SIZE = 1000
+_TRANSIENT = frozenset(TRANSIENT_KEYS)
 
 
 def _is_number(value) -> bool:
@@ -161,8 +162,8 @@ class Client:
 
         if not str(job.get("queue") or ""):
             raise JobArgumentError("'queue' must be a non-empty string")
-        for key in TRANSIENT_KEYS:
-            job.pop(key, None)
+        for key in _TRANSIENT.intersection(job):
+            del job[key]
         job["class"] = str(job["class"])
         job["queue"] = str(job["queue"])
         if not job.get("jid"):
@@ -208,3 +209,16 @@ class Client:
         commands += [("LPUSH", keys.queue(queue), *payloads)
                      for queue, payloads in by_queue.items()]
         connection.write(connection.execute_batch, commands)
+
+
+_default_client: Client | None = None
+
+
+def default_client() -> Client:
+    """The client for the default config, made once: pushes from task APIs use it."""
+    global _default_client
+    config = get_default_config()
+    client = _default_client
+    if client is None or client.config is not config:
+        client = _default_client = Client(config)
+    return client

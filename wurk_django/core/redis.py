@@ -1,6 +1,7 @@
 """Redis connections: pools, the retry rules for reads and writes, and Lua scripts."""
 
 import logging
+import os
 import re
 import threading
 from pathlib import Path
@@ -59,6 +60,10 @@ class RedisConnection:
             socket_timeout=socket_timeout_s, retry=Retry(NoBackoff(), 0), **options)
         self.client = redis.Redis(connection_pool=self.pool)
         self._scripts: dict[str, redis.commands.core.Script] = {}
+        self._links: list[DedicatedConnection] = []
+        self._links_pid = os.getpid()
+        self._links_lock = threading.Lock()
+        self._link_slots = threading.BoundedSemaphore(pool_size)
 
     def pipeline(self, transaction: bool = False):
         return self.client.pipeline(transaction=transaction)
@@ -96,16 +101,32 @@ class RedisConnection:
         The first error reply is raised after all replies are read, so `write()` can
         tell a fail-over refusal from other errors.
         """
-        pool = self.pool
-        connection = pool.get_connection()
+        link = self._take_link()
         try:
-            replies = DedicatedConnection(connection).execute(commands)
+            replies = link.execute(commands)
         finally:
-            pool.release(connection)
+            self._give_link(link)
         for reply in replies:
             if isinstance(reply, Exception):
                 raise reply
         return replies
+
+    def _take_link(self) -> "DedicatedConnection":
+        # Our own small LIFO of sockets: redis-py's pool checkout (a queue, a lock and
+        # observability hooks) costs as much as the rest of a push together.
+        self._link_slots.acquire()
+        with self._links_lock:
+            if self._links_pid != os.getpid():
+                # Forked: those sockets are the parent's. Drop them, never close them.
+                self._links, self._links_pid = [], os.getpid()
+            if self._links:
+                return self._links.pop()
+        return self.dedicated()
+
+    def _give_link(self, link: "DedicatedConnection") -> None:
+        with self._links_lock:
+            self._links.append(link)
+        self._link_slots.release()
 
     def dedicated(self, socket_timeout_s: float | None = None) -> "DedicatedConnection":
         """A connection of its own (not from the pool), e.g. for a fetcher's hot path."""
@@ -132,6 +153,10 @@ class RedisConnection:
 
     def close(self) -> None:
         self.pool.disconnect()
+        with self._links_lock:
+            links, self._links = self._links, []
+        for link in links:
+            link.close()
 
 
 def translate(exc: BaseException, where: str) -> Exception:

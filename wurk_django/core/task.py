@@ -205,27 +205,27 @@ class Setter:
     def perform_async(self, *args) -> str | None:
         if self.options.get("sync"):
             return self.perform_inline(*args)
-        from .client import Client
-        return Client().push(self._item(args))
+        from .client import default_client
+        return default_client().push(self._item(args))
 
     def perform_in(self, interval, *args) -> str | None:
-        from .client import Client
+        from .client import default_client
         item = self._item(args)
         at = scheduled_at(interval)
         if at is None:
             item.pop("at", None)
         else:
             item["at"] = at
-        return Client().push(item)
+        return default_client().push(item)
 
     perform_at = perform_in
 
     def perform_bulk(self, args_list, batch_size: int = 1000) -> list:
-        from .client import Client
+        from .client import default_client
         item = self._item(())
         item["args"] = args_list
         item["batch_size"] = batch_size
-        return Client().push_bulk(item)
+        return default_client().push_bulk(item)
 
     def perform_inline(self, *args) -> bool | None:
         from .inline import run_inline
