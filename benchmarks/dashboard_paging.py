@@ -22,10 +22,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "wurk_django" / "core" / "bench" / "workloads"))
+
+from bench_paging import PAGE_SIZE, fill, last_page, median_ms  # noqa: E402
 
 from wurk_django.core.bench.server import PrivateRedis  # noqa: E402
-from wurk_django.core.bench.workloads.bench_paging import (  # noqa: E402
-    PAGE_SIZE, fill, last_page, median_ms)
 
 
 def setup_django(redis_url: str, db_path: str):

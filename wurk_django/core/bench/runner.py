@@ -78,10 +78,26 @@ def run(targets: list[Target], trials: list, repeats: int, ctx: Context,
         except (BenchError, OSError, ValueError) as exc:
             results.error(f"{target.label}: {describe(trial)}: {exc}")
     progress.finish()
+    add_process_scaling(results)
     results.meta["seconds"] = round(time.monotonic() - started, 1)
     results.meta["machine"]["load_average_end"] = os.getloadavg()
     results.meta["targets"] = {t.label: {"settings": t.settings, **t.info} for t in targets}
     return results
+
+
+def add_process_scaling(results: Results) -> None:
+    """Rows `<shape>: 2 processes / 1`, paired within each repeat (1 thread each)."""
+    for shape in BASE_JOBS:
+        one = results.rows.get(f"{shape} jobs/s, 1 thread x 1 process")
+        two = results.rows.get(f"{shape} jobs/s, 1 thread x 2 processes")
+        if one is None or two is None:
+            continue
+        for label, runs in two.samples.items():
+            for repeat, value in runs.items():
+                base = one.samples.get(label, {}).get(repeat)
+                if base:
+                    results.add(label, repeat, measure.Sample(
+                        f"{shape} scaling, 2 processes / 1 (1 thread each)", "x", value / base))
 
 
 def describe(trial) -> str:

@@ -158,8 +158,8 @@ def wurk_worker_argv(target: Target, threads: int, processes: int) -> list[list[
 
 
 WURK_SETTINGS = ("python -m wurk_django.core --require bench_wurk -c THREADS -p PROCESSES "
-                 "-q default: reliable fetch (LMOVE into a private list, ack with the next "
-                 "fetch), default job logging to a file, hiredis if installed")
+                 "-q default: defaults otherwise (reliable fetch, job log lines on, to a "
+                 "file), hiredis if installed")
 
 
 def wurk_target(label: str = "wurk", root: str | None = None,
