@@ -5,6 +5,8 @@ Only the result's structure is checked, never a speed.
 
 import io
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -43,6 +45,25 @@ def test_a_tiny_run_reports_every_section(redis_url, tmp_path):
     details = rows["noop jobs/s, 2 threads x 1 process"]["details"]["wurk"][0]
     assert details["by_command"] and details["worker_rss_mib"]
     assert "noop jobs/s, 2 threads x 1 process" in out.getvalue()  # the table
+
+
+def test_vs_runs_a_revision_from_its_own_worktree_and_removes_it(redis_url, tmp_path,
+                                                                  monkeypatch):
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    status = cli.execute(cli_args(*TINY, "--redis-url", redis_url, "--sections", "enqueue",
+                                  "--vs", "HEAD", "--json", str(tmp_path / "vs.json")),
+                         out=io.StringIO())
+    assert status == 0
+    result = json.loads((tmp_path / "vs.json").read_text())
+    sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True,
+                         capture_output=True).stdout.strip()
+    assert result["baseline"] == f"wurk@{sha}"
+    row = next(r for r in result["rows"] if r["metric"] == "single push from one thread")
+    assert set(row["ratios"]) == {"wurk@working-tree"}
+    worktrees = subprocess.run(["git", "worktree", "list"], cwd=root, text=True,
+                               capture_output=True).stdout
+    assert "wurk-bench-vs-" not in worktrees
 
 
 def test_a_redis_holding_data_is_refused(redis_url, redis_client):
