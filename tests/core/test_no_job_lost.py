@@ -107,6 +107,9 @@ def test_sigkilling_workers_every_2_s_loses_no_job(config, swarm, redis_client):
     runs = int(redis_client.get("test:runs"))
     duplicates = runs - KILL_JOBS
     dead = redis_client.zcard(keys.DEAD)
+    # Log lines reach the file in batches, a moment after the work they describe.
+    wait_until(lambda: worker.log().count("Recovered a job from queue:default|") >= len(kills),
+               10, 0.1, "a reclaim logged per kill")
     reclaimed = worker.log().count("Recovered a job from queue:default|")
     print(f"\nkill test: {len(kills)} SIGKILLs ({skipped} rounds with no child to kill), "
           f"{done_at_last_kill} jobs done by the last kill, {reclaimed} jobs reclaimed, "

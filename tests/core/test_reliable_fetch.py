@@ -108,7 +108,10 @@ def test_one_round_trip_fetches_for_every_waiting_thread(make_fetcher, redis_cli
     fetcher._waiting = 7  # as if seven idle threads were parked behind this fetch
     first = fetcher.retrieve_work()
     assert first.job == job(0)
-    assert [unit.job for unit in fetcher._prefetched] == [job(n) for n in range(1, 8)]
+    handed = [fetcher._handoff.get_nowait() for _ in range(7)]
+    assert [unit.job for unit in handed] == [job(n) for n in range(1, 8)]
+    for unit in handed:
+        fetcher._handoff.put(unit)
     assert redis_client.llen(private()) == 8 and redis_client.llen("queue:default") == 0
     fetcher._waiting = 0
     fetcher.return_prefetched()  # at stop, jobs no thread started go back to the queue

@@ -105,6 +105,7 @@ def test_a_crashed_child_is_restarted_in_its_slot_and_serves(config, swarm, redi
     assert victim not in now
     [newcomer] = now - first
     worker.wait_for_log(f"Worker process {victim} (slot ")
+    worker.wait_for_log(f"Started worker process {newcomer} in slot ")
     log = worker.log()
     slot = re.search(rf"Worker process {victim} \(slot (\d+)\) exited with signal SIGKILL",
                      log)

@@ -41,8 +41,9 @@ def test_tasks_use_the_orm_from_several_worker_threads(start_django_worker, redi
     wait_until(lambda: Order.objects.filter(note__startswith="done-").count() == 30, 30,
                message="every order updated by the worker")
     assert {o.note for o in Order.objects.all()} == {f"done-{n}" for n in range(30)}
-    log = worker.log()
-    assert log.count(" INFO: done") == 30
+    # Log lines are written in batches by the worker's log thread: wait for them.
+    log = wait_until(lambda: worker.log().count(" INFO: done") == 30 and worker.log(), 10,
+                     message="thirty done lines")
     threads = {line.split("tid=")[1].split()[0] for line in log.splitlines()
                if " INFO: done" in line}
     assert len(threads) > 1

@@ -41,9 +41,21 @@ def _base36(number: int) -> str:
     return "".join(reversed(out))
 
 
+_tids: dict[tuple[int, int], str] = {}
+
+
 def tid() -> str:
-    """This thread's id as Sidekiq writes it: base 36 of thread ident XOR pid."""
-    return _base36(threading.get_ident() ^ os.getpid())
+    """This thread's id as Sidekiq writes it: base 36 of thread ident XOR pid.
+
+    Memoised per (thread, pid): it is asked for several times per job.
+    """
+    key = (threading.get_ident(), os.getpid())
+    value = _tids.get(key)
+    if value is None:
+        if len(_tids) > 10_000:  # idents of dead threads are reused; keep it small
+            _tids.clear()
+        value = _tids[key] = _base36(key[0] ^ key[1])
+    return value
 
 
 def rss_kb() -> int:

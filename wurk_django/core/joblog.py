@@ -13,6 +13,7 @@ import logging.handlers
 import os
 import queue
 import sys
+import threading
 import time
 from contextvars import ContextVar
 
@@ -95,19 +96,14 @@ class JobLogger:
         _context.reset(tokens[0])
 
     def start(self) -> float:
-        if not self.skip:
-            job_log(logging.INFO, "start")
+        if not self.skip and _enabled(logging.INFO):
+            _emit("start")
         return time.monotonic()
 
     def finish(self, started: float, failed: bool) -> None:
         if self.skip or not _enabled(logging.INFO):
             return
-        token = _context.set(_context.get().extended(
-            elapsed=f"{time.monotonic() - started:.3f}"))
-        try:
-            job_log(logging.INFO, "fail" if failed else "done")
-        finally:
-            _context.reset(token)
+        _emit("fail" if failed else "done", elapsed=f"{time.monotonic() - started:.3f}")
 
 
 def _enabled(level: int) -> bool:
@@ -115,13 +111,47 @@ def _enabled(level: int) -> bool:
     return logger.isEnabledFor(level) if job_level is None else level >= job_level
 
 
+class _JobRecord(logging.LogRecord):
+    """A start/done/fail line. Its origin is known, so the work LogRecord does to find it
+    (path splitting, thread and process lookups) is done once per process, not per line."""
+
+    def __init__(self, message: str):  # noqa: super().__init__ skipped on purpose
+        now = time.time_ns()
+        self.__dict__.update(_JOB_RECORD_STATIC)
+        self.msg = message
+        self.created = now / 1e9
+        self.msecs = (now % 1_000_000_000) // 1_000_000
+        self.relativeCreated = (now - _LOGGING_STARTED_NS) / 1e6
+        self.thread = threading.get_ident()
+        self.threadName = threading.current_thread().name
+        self.process = os.getpid()
+
+
+# logging's start time: float seconds before Python 3.13, integer ns since.
+_LOGGING_STARTED_NS = (logging._startTime if isinstance(logging._startTime, int)
+                       else logging._startTime * 1e9)
+_JOB_RECORD_STATIC = {
+    "name": "wurk", "args": (), "levelname": "INFO", "levelno": logging.INFO,
+    "pathname": __file__, "filename": os.path.basename(__file__), "module": __name__,
+    "exc_info": None, "exc_text": None, "stack_info": None, "lineno": 0,
+    "funcName": "job", "processName": "MainProcess", "taskName": None,
+}
+
+
+def _emit(message: str, **extra) -> None:
+    """A job's own start/done/fail line, built directly: its caller is known, so the
+    stack walk `logging` does for every record (findCaller) is skipped."""
+    context = _context.get()
+    record = _JobRecord(message)
+    record.wurk = {**context.fields, **extra} if extra else context.fields
+    record.tid = context.fields.get("tid") or tid()
+    record.wurk_text = context.text() + "".join(f"{k}={v} " for k, v in extra.items())
+    logger.handle(record)
+
+
 def job_log(level: int, message: str, *args) -> None:
     """Log through `wurk`, honouring the running job's own `log_level`."""
-    job_level = _job_level.get()
-    if job_level is None:
-        if logger.isEnabledFor(level):
-            logger._log(level, message, args)
-    elif level >= job_level:
+    if _enabled(level):
         logger._log(level, message, args)
 
 
@@ -143,10 +173,11 @@ class ContextFilter(logging.Filter):
     """
 
     def filter(self, record):
-        context = _context.get()
-        record.wurk = context.fields
-        record.tid = context.fields.get("tid") or tid()
-        record.wurk_text = context.text()
+        if not hasattr(record, "wurk_text"):  # job lines come with theirs (`_emit`)
+            context = _context.get()
+            record.wurk = context.fields
+            record.tid = context.fields.get("tid") or tid()
+            record.wurk_text = context.text()
         return True
 
 
@@ -198,22 +229,64 @@ class _ContextQueueHandler(logging.handlers.QueueHandler):
         return record
 
 
-_listener: logging.handlers.QueueListener | None = None
+class LogWriter:
+    """Writes queued records from its own thread, a batch at a time.
+
+    It wakes on a short timer rather than for each record, so a job's two lines cost the
+    processor thread a queue put and no thread switch, and a batch costs one flush.
+    """
+
+    INTERVAL_S = 0.05
+
+    def __init__(self, records: queue.SimpleQueue, handler: logging.StreamHandler):
+        self.records = records
+        self.handler = handler
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="wurk-log-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.INTERVAL_S):
+            self.drain()
+        self.drain()
+
+    def drain(self) -> None:
+        lines = []
+        while True:
+            try:
+                record = self.records.get_nowait()
+            except queue.Empty:
+                break
+            try:
+                lines.append(self.handler.format(record) + "\n")
+            except Exception:  # one bad record must not silence the rest
+                self.handler.handleError(record)
+        if lines:
+            handler = self.handler
+            with handler.lock:
+                handler.stream.write("".join(lines))
+                handler.flush()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+_writer: LogWriter | None = None
 
 
 def _start_writer(handler: logging.handlers.QueueHandler, writer: logging.Handler) -> None:
-    global _listener
+    global _writer
     handler.queue = queue.SimpleQueue()
-    _listener = logging.handlers.QueueListener(handler.queue, writer)
-    _listener.start()
+    _writer = LogWriter(handler.queue, writer)
 
 
 def stop_logging() -> None:
     """Write out every queued line (at exit; os._exit skips atexit, so call it first)."""
-    global _listener
-    if _listener is not None:
-        _listener.stop()
-        _listener = None
+    global _writer
+    if _writer is not None:
+        _writer.stop()
+        _writer = None
 
 
 atexit.register(stop_logging)

@@ -10,9 +10,9 @@ is ready to run). Under load that is well under one round trip per job.
 """
 
 import os
+import queue
 import threading
 import time
-from collections import deque
 
 import redis
 
@@ -63,12 +63,14 @@ class ReliableFetch(Fetcher):
         super().__init__(config, capsule, connection)
         self._private: tuple[int, dict[str, str]] = (0, {})
         self._paused: tuple[float, frozenset[str]] = (float("-inf"), frozenset())
-        self._cond = threading.Condition()
-        self._prefetched: deque[ReliableUnit] = deque()
+        # Jobs fetched for waiting threads, and None wake-ups; C-level, so handing a
+        # job over costs no Python lock dance.
+        self._handoff: queue.SimpleQueue = queue.SimpleQueue()
+        self._fetch_lock = threading.Lock()  # held by the one thread fetching for all
+        self._parked = False                 # ... while it is blocked in BLMOVE
+        self._lock = threading.Lock()        # guards the two below
         self._acks: list[ReliableUnit] = []
-        self._fetching = False   # a thread is fetching for everyone
-        self._parked = False     # ... and is blocked in BLMOVE
-        self._waiting = 0        # threads waiting for that fetch
+        self._waiting = 0                    # threads waiting for the handoff
         # Only the fetching thread uses it; a parked BLMOVE needs a longer read timeout.
         self._link = connection.dedicated(BLOCK_TIMEOUT_S + config.network_timeout_s)
         self._script_sha: str | None = None
@@ -106,21 +108,20 @@ class ReliableFetch(Fetcher):
     # --- acknowledgements -----------------------------------------------------------
 
     def hold_ack(self, unit: ReliableUnit) -> None:
-        with self._cond:
-            parked = self._parked
-            if not parked:
-                self._acks.append(unit)
-                return
-        # The fetcher is parked in BLMOVE for up to 2 s: do not make this ack wait.
-        self._send_acks([unit])
+        if self._parked:
+            # The fetcher is parked in BLMOVE for up to 2 s: do not make this ack wait.
+            self._send_acks([unit])
+            return
+        with self._lock:
+            self._acks.append(unit)
 
     def _take_acks(self) -> list[ReliableUnit]:
-        with self._cond:
+        with self._lock:
             acks, self._acks = self._acks, []
             return acks
 
     def _give_back_acks(self, units: list[ReliableUnit]) -> None:
-        with self._cond:
+        with self._lock:
             self._acks[:0] = units  # at the front: the oldest go first next time
 
     def _send_acks(self, units: list[ReliableUnit]) -> None:
@@ -146,35 +147,56 @@ class ReliableFetch(Fetcher):
             self.flush_acks()
             time.sleep(QUIET_PAUSE_S)
             return None
-        with self._cond:
-            if self._prefetched:
-                return self._prefetched.popleft()
-            if self._fetching:
-                # Someone is fetching for us too; its round trip wakes us.
-                self._waiting += 1
-                self._cond.wait(BLOCK_TIMEOUT_S)
-                self._waiting -= 1
-                return self._prefetched.popleft() if self._prefetched else None
-            self._fetching = True
-            want = min(self._waiting + 1, MAX_BATCH)
+        unit = self._take_handed()
+        if unit is not None:
+            return unit
+        if self._fetch_lock.acquire(blocking=False):
+            return self._fetch_for_all()
+        return self._wait_for_handoff()
+
+    def _take_handed(self) -> ReliableUnit | None:
+        while True:
+            try:
+                unit = self._handoff.get_nowait()
+            except queue.Empty:
+                return None
+            if unit is not None:  # None is a stale wake-up; look again
+                return unit
+
+    def _wait_for_handoff(self) -> ReliableUnit | None:
+        """Another thread is fetching, for us too; wait for its hand-over or wake-up."""
+        with self._lock:
+            self._waiting += 1
         try:
+            return self._handoff.get(timeout=BLOCK_TIMEOUT_S)
+        except queue.Empty:
+            return None
+        finally:
+            with self._lock:
+                self._waiting -= 1
+
+    def _fetch_for_all(self) -> ReliableUnit | None:
+        try:
+            with self._lock:
+                want = min(self._waiting + 1, MAX_BATCH)
             units = self._fetch(want)
-        except BaseException:
-            self._fetch_done([])
-            raise
-        if self._fetch_done(units):
+        finally:
+            self._parked = False
+            self._fetch_lock.release()
+        for unit in units[1:]:
+            self._handoff.put(unit)
+        with self._lock:
+            unserved = self._waiting - max(len(units) - 1, 0)
+            late_acks = bool(self._acks) and not self._waiting
+        if unserved > 0:
+            # Wake one waiter to fetch next, for itself and the others still waiting;
+            # waking them all would only make them fight for the GIL.
+            self._handoff.put(None)
+        if late_acks:
             # Acks that arrived during our round trip, and no thread waiting to carry
             # them in the next one: send them now rather than after a long job.
             self.flush_acks()
         return units[0] if units else None
-
-    def _fetch_done(self, units: list[ReliableUnit]) -> bool:
-        """Hand extra jobs to the waiting threads; True if acks are left with no carrier."""
-        with self._cond:
-            self._fetching = self._parked = False
-            self._prefetched.extend(units[1:])
-            self._cond.notify_all()
-            return bool(self._acks) and not self._waiting
 
     def _fetch(self, want: int) -> list[ReliableUnit]:
         order = self.fetch_order()
@@ -190,8 +212,7 @@ class ReliableFetch(Fetcher):
             raise
         if units:
             return units
-        with self._cond:
-            self._parked = True
+        self._parked = True
         self.flush_acks()  # never hold an ack across a 2 s block
         return self._fetch_blocking(order[0])
 
@@ -252,15 +273,15 @@ class ReliableFetch(Fetcher):
 
     def return_prefetched(self) -> None:
         """Give back jobs fetched for threads that never started them."""
-        with self._cond:
-            units = list(self._prefetched)
-            self._prefetched.clear()
+        units = []
+        while (unit := self._take_handed()) is not None:
+            units.append(unit)
         self.bulk_requeue(units)
 
     def quiet(self) -> None:
         self.quieted.set()
-        with self._cond:
-            self._cond.notify_all()
+        for _ in range(self.capsule.concurrency):
+            self._handoff.put(None)  # wake every waiting thread at once
 
     def close(self) -> None:
         self._link.close()
