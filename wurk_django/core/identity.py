@@ -58,10 +58,11 @@ def tid() -> str:
     return value
 
 
-def rss_kb() -> int:
-    """Resident memory in KB, from /proc on Linux; 0 where it cannot be read cheaply."""
+def rss_kb(pid: int | None = None) -> int:
+    """Resident memory of this (or another) process in KB, from /proc on Linux; 0 where
+    it cannot be read cheaply."""
     try:
-        with open("/proc/self/status", "rb") as status:
+        with open(f"/proc/{pid or 'self'}/status", "rb") as status:
             for line in status:
                 if line.startswith(b"VmRSS:"):
                     return int(line.split()[1])

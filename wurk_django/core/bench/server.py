@@ -1,65 +1,17 @@
 """A private redis-server on a free loopback port, and the measuring side's readings."""
 
-import shutil
-import socket
-import subprocess
-import tempfile
-import time
-
-import redis
-
-from ..embedded_redis import redis_server_binary
+from ..redis_process import PrivateRedis as _PrivateRedis
 from .targets import die_with_parent
 
-START_TIMEOUT_S = 10.0
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class PrivateRedis:
-    """One redis-server with nothing on disk; `start()` returns once it answers PING."""
+class PrivateRedis(_PrivateRedis):
+    """The bench's Redis: it dies with the bench, even when the bench is killed."""
 
     def __init__(self):
-        self.port = free_port()
-        self.dir = tempfile.mkdtemp(prefix="wurk-bench-redis-")
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> "PrivateRedis":
-        self.process = subprocess.Popen(
-            [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", self.dir],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        try:
-            while True:
-                try:
-                    client.ping()
-                    return self
-                except redis.ConnectionError:
-                    if time.monotonic() > deadline or self.process.poll() is not None:
-                        raise RuntimeError(f"redis-server did not start on port {self.port}")
-                    time.sleep(0.02)
-        finally:
-            client.close()
+        super().__init__(preexec_fn=die_with_parent)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.cleanup()
 
 
 def command_calls(info: dict) -> dict[str, int]:

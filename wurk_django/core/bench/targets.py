@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..identity import rss_kb
+
 WORKLOADS_DIR = Path(__file__).with_name("workloads")
 STOP_TIMEOUT_S = 30.0
 PROBE_TIMEOUT_S = 600.0
@@ -89,7 +91,7 @@ class Workers:
         return leaves
 
     def rss_mib(self) -> list[float]:
-        return [rss_kib(pid) / 1024 for pid in self.leaf_pids()]
+        return [rss_kb(pid) / 1024 for pid in self.leaf_pids()]
 
     def stop(self) -> None:
         """Kill every worker process and its children at once.
@@ -137,17 +139,6 @@ def _kill_tree(pid: int) -> None:
     for child in _children(pid):
         _kill_tree(child)
     os.kill(pid, signal.SIGKILL)
-
-
-def rss_kib(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 # --- Wurk ------------------------------------------------------------------------------
