@@ -5,6 +5,7 @@ Only the result's structure is checked, never a speed.
 
 import io
 import json
+import socket
 import subprocess
 from pathlib import Path
 
@@ -64,6 +65,27 @@ def test_vs_runs_a_revision_from_its_own_worktree_and_removes_it(redis_url, tmp_
     worktrees = subprocess.run(["git", "worktree", "list"], cwd=root, text=True,
                                capture_output=True).stdout
     assert "wurk-bench-vs-" not in worktrees
+
+
+def test_without_redis_url_it_runs_its_own_redis_and_removes_it(tmp_path, monkeypatch):
+    # What `make bench` does: no --redis-url, so the bench starts a redis-server of its own.
+    started = []
+
+    class Recorded(cli.PrivateRedis):
+        def start(self, *args, **kwargs):
+            started.append(self)
+            return super().start(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "PrivateRedis", Recorded)
+    out = io.StringIO()
+    status = cli.execute(cli_args(*TINY, "--sections", "enqueue",
+                                  "--json", str(tmp_path / "own.json")), out=out)
+    assert status == 0, out.getvalue()
+    assert "single push from one thread" in out.getvalue()
+    [server] = started
+    assert server.process is None and not Path(server.dir).exists()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
 
 
 def test_a_redis_holding_data_is_refused(redis_url, redis_client):

@@ -123,7 +123,7 @@ def _execute(args, extra_trials, out) -> int:
         results = runner.run(targets, trials, args.repeat, ctx, not args.no_progress)
     finally:
         if server is not None:
-            server.stop()
+            server.cleanup()
         if worktrees is not None:
             worktrees.close()
     print(results.table(markdown=args.markdown), file=out)

@@ -10,9 +10,6 @@ class PrivateRedis(_PrivateRedis):
     def __init__(self):
         super().__init__(preexec_fn=die_with_parent)
 
-    def stop(self) -> None:
-        self.cleanup()
-
 
 def command_calls(info: dict) -> dict[str, int]:
     """`INFO all`'s commandstats as {command: calls}."""
