@@ -35,6 +35,7 @@ def test_a_tiny_run_reports_every_section(redis_url, tmp_path):
     rows = {row["metric"]: row for row in result["rows"]}
     for metric in ("PING loop from one thread (the ceiling)", "single push from one thread",
                    "bulk push from one thread", "single push / PING rate",
+                   "noop job body alone (its INCR, no job system), 10 threads",
                    "push->start latency p99, idle worker", "boot to first job, core CLI",
                    "idle RSS per worker process, core CLI",
                    "noop jobs/s, 2 threads x 1 process",

@@ -12,6 +12,7 @@ from tests.support.workers import wait_until
 from wurk_django import Client
 from wurk_django.core import Config, RedisUnavailableError, WurkError, keys
 from wurk_django.core.payload import loads
+from wurk_django.core import redis as wurk_redis
 from wurk_django.core.redis import (RedisConnection, close_connections, connection_for,
                                     is_failover_error, mask_url)
 
@@ -349,6 +350,25 @@ def test_pool_size_defaults_to_total_concurrency_plus_five(config):
     assert connection_for(config).pool.max_connections == config.total_concurrency + 5
     sized = Config(redis_url=config.redis_url, redis_pool_size=3)
     assert connection_for(sized).pool.max_connections == 3
+
+
+@pytest.mark.parametrize("packer", ["hiredis", "python"])
+def test_batches_reach_redis_byte_for_byte_with_either_packer(connection, redis_client,
+                                                              monkeypatch, packer):
+    # The pure-Python packer is what runs where hiredis (the `fast` extra) is missing.
+    if packer == "python":
+        monkeypatch.setattr(wurk_redis, "_pack_command", wurk_redis._pack_python)
+    payload = '{"args":["é",1],"class":"A"}'.encode()
+    link = connection.dedicated()
+    try:
+        replies = link.execute([("RPUSH", "k:list", payload, "naïve", 42, 1.5, -7, b""),
+                                ("LRANGE", b"k:list", 0, -1), ("INCRBYFLOAT", "k:f", 0.25)])
+    finally:
+        link.close()
+    assert replies[0] == 6
+    assert replies[1] == [payload, "naïve".encode(), b"42", b"1.5", b"-7", b""]
+    assert float(replies[2]) == 0.25
+    assert redis_client.llen("k:list") == 6
 
 
 def test_server_version_is_read(connection):

@@ -192,6 +192,11 @@ class Enqueue:
                           100 * reply["push_per_s"] / reply["ping_per_s"])]
         if "bulk_per_s" in reply:
             samples.append(Sample("bulk push from one thread", "jobs/s", reply["bulk_per_s"]))
+        for threads in (1, 10):
+            if f"body_per_s_{threads}" in reply:  # a --vs revision may predate the row
+                samples.append(Sample(
+                    f"noop job body alone (its INCR, no job system), {plural(threads, 'thread')}",
+                    "calls/s", reply[f"body_per_s_{threads}"]))
         return samples
 
 

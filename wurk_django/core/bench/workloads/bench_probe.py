@@ -13,6 +13,7 @@ import importlib
 import json
 import statistics
 import sys
+import threading
 import time
 
 import bench_shapes as shapes
@@ -60,7 +61,26 @@ def enqueue(app, count: str) -> dict:
     if hasattr(app, "push_many"):
         app.push_many("noop", WARM_UP)
         result["bulk_per_s"] = rate(count * BULK_FACTOR, lambda n: app.push_many("noop", n))
+    for threads in BODY_THREADS:
+        result[f"body_per_s_{threads}"] = rate(count, lambda n: bodies(threads, n))
     return result
+
+
+BODY_THREADS = (1, 10)
+
+
+def bodies(threads: int, count: int) -> None:
+    """The noop job's body (its bookkeeping INCR) called in a loop from `threads` threads,
+    with no job system around it: the ceiling for the noop throughput rows."""
+    def loop(n):
+        for _ in range(n):
+            shapes.noop()
+    workers = [threading.Thread(target=loop, args=(count // threads + (i < count % threads),))
+               for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
 
 
 def cpu_body_ms() -> float:
