@@ -6,6 +6,21 @@ import socket
 import threading
 
 _nonce: str | None = None
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def pid() -> int:
+    """os.getpid(), read once per process: it is a system call, and the job path asks
+    for it several times per job."""
+    return _pid
 
 
 def hostname() -> str:
@@ -49,7 +64,7 @@ def tid() -> str:
 
     Memoised per (thread, pid): it is asked for several times per job.
     """
-    key = (threading.get_ident(), os.getpid())
+    key = (threading.get_ident(), _pid)
     value = _tids.get(key)
     if value is None:
         if len(_tids) > 10_000:  # idents of dead threads are reused; keep it small

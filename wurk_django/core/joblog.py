@@ -17,7 +17,7 @@ import threading
 import time
 from contextvars import ContextVar
 
-from .identity import tid
+from .identity import pid, tid
 
 logger = logging.getLogger("wurk")
 
@@ -124,7 +124,7 @@ class _JobRecord(logging.LogRecord):
         self.relativeCreated = (now - _LOGGING_STARTED_NS) / 1e6
         self.thread = threading.get_ident()
         self.threadName = threading.current_thread().name
-        self.process = os.getpid()
+        self.process = pid()
 
 
 # logging's start time: float seconds before Python 3.13, integer ns since.
@@ -201,18 +201,45 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+class TextFormatter(logging.Formatter):
+    """Sidekiq's text line: `<UTC time> pid=… tid=… <context>LEVEL: message`.
+
+    Built with one f-string, and the time's second rendered once per second, rather
+    than through `logging`'s format-string machinery: each job writes two lines.
+    """
+
+    def __init__(self, with_time: bool = True):
+        super().__init__()
+        self.with_time = with_time
+        self._stamp: tuple[int, str] = (-1, "")  # replaced whole: safe across threads
+
+    def format(self, record):
+        record.message = record.getMessage()
+        line = (f"pid={record.process} tid={getattr(record, 'tid', '')} "
+                f"{getattr(record, 'wurk_text', '')}{record.levelname}: {record.message}")
+        if self.with_time:
+            second = int(record.created)
+            stamp = self._stamp
+            if stamp[0] != second:
+                stamp = self._stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%S",
+                                                             time.gmtime(second)))
+            line = f"{stamp[1]}.{int(record.msecs):03d}Z {line}"
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            line = f"{line}\n{record.exc_text}"
+        if record.stack_info:
+            line = f"{line}\n{self.formatStack(record.stack_info)}"
+        return line
+
+
 def make_formatter(fmt: str = "text") -> logging.Formatter:
     if fmt == "json":
         formatter = JsonFormatter()
         formatter.converter = time.gmtime
         return formatter
     # Heroku adds its own timestamps (Sidekiq drops them there too).
-    prefix = "" if os.environ.get("DYNO") else "%(asctime)s.%(msecs)03dZ "
-    formatter = logging.Formatter(
-        prefix + "pid=%(process)d tid=%(tid)s %(wurk_text)s%(levelname)s: %(message)s",
-        "%Y-%m-%dT%H:%M:%S")
-    formatter.converter = time.gmtime
-    return formatter
+    return TextFormatter(with_time=not os.environ.get("DYNO"))
 
 
 class _ContextQueueHandler(logging.handlers.QueueHandler):

@@ -9,7 +9,6 @@ are waiting threads (prefetch without hoarding: nothing is taken that no idle th
 is ready to run). Under load that is well under one round trip per job.
 """
 
-import os
 import queue
 import threading
 import time
@@ -17,6 +16,7 @@ import time
 import redis
 
 from .. import keys
+from .. import identity
 from ..identity import hostname, process_nonce
 from .base import BLOCK_TIMEOUT_S, Fetcher, UnitOfWork
 
@@ -79,7 +79,7 @@ class ReliableFetch(Fetcher):
     # --- names and caches ---------------------------------------------------------
 
     def private_queue(self, queue: str) -> str:
-        pid = os.getpid()
+        pid = identity.pid()
         cached_pid, names = self._private
         if cached_pid != pid:  # after fork(), never claim into the parent's lists
             names = {}
