@@ -146,7 +146,8 @@ def notes(results) -> str:
     lines = [f"\n{machine['cpus']} CPUs ({machine['cpu_model']}), Python {machine['python']}, "
              f"Redis {machine['redis']}; load average {fmt_load(machine['load_average_start'])} "
              f"at the start, {fmt_load(machine['load_average_end'])} at the end; "
-             f"{measure.plural(meta['repeats'], 'run')} each, {meta['seconds']:.0f} s; git {meta['git']}.",
+             f"{measure.plural(meta['repeats'], 'run')} each, {meta['seconds']:.0f} s; "
+             f"git {meta['git']}.",
              "Cells: median (min-max); ratios: the median of per-run ratios against "
              f"{results.labels[0]}, runs paired within each repeat."]
     for label, target in meta["targets"].items():
