@@ -57,17 +57,34 @@ def enqueue_some() -> None:
 
 def main() -> int:
     prepare_database()
-    children = [start("wurk_worker", "-c", "5"),
-                start("runserver", "--noreload", f"127.0.0.1:{PORT}")]
-    print(f"\nWurk demo running. Admin: http://127.0.0.1:{PORT}/admin/  "
-          f"Dashboard: http://127.0.0.1:{PORT}/admin/wurk/\nPress Ctrl-C to stop.\n")
+    children: list[subprocess.Popen] = []
+    stopping = False
+
+    def on_signal(signum, frame):
+        # TERM or HUP (a closed terminal) stop the demo as Ctrl-C does; a second signal
+        # while stopping kills what is left, since the children have their own sessions
+        # and would otherwise outlive this script.
+        if not stopping:
+            raise KeyboardInterrupt
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, on_signal)
     try:
+        children += [start("wurk_worker", "-c", "5"),
+                     start("runserver", "--noreload", f"127.0.0.1:{PORT}")]
+        print(f"\nWurk demo running. Admin: http://127.0.0.1:{PORT}/admin/  "
+              f"Dashboard: http://127.0.0.1:{PORT}/admin/wurk/\nPress Ctrl-C to stop.\n",
+              flush=True)
         while all(child.poll() is None for child in children):
             enqueue_some()
             time.sleep(random.uniform(0.05, 0.5))
     except KeyboardInterrupt:
-        print("\nStopping the demo...")
+        print("\nStopping the demo...", flush=True)
     finally:
+        stopping = True
         for child in children:
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)
@@ -76,6 +93,7 @@ def main() -> int:
                 child.wait(35)
             except subprocess.TimeoutExpired:
                 child.kill()
+                child.wait()
         stop_embedded_redis()
     return 0
 

@@ -41,7 +41,8 @@ TEMPLATES = [{
     ]},
 }]
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3",
-                         "NAME": BASE_DIR / "db.sqlite3",
+                         # The demo's own test points it at a temporary file.
+                         "NAME": os.environ.get("WURK_EXAMPLE_DB", BASE_DIR / "db.sqlite3"),
                          "OPTIONS": {"timeout": 20}}}
 STATIC_URL = "static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
