@@ -63,6 +63,7 @@ def one_run(url: str, threads: int, jobs: int, warm_s: float, window_s: float) -
     finally:
         worker.terminate()
         worker.wait(30)
+        client.close()
 
 
 def main() -> None:
@@ -81,7 +82,7 @@ def main() -> None:
             print(f"empty jobs, {threads} thread{'' if threads == 1 else 's'} x 1 process: "
                   f"{statistics.median(rates):,.0f} jobs/s ({min(rates):,.0f}-{max(rates):,.0f}), "
                   f"{statistics.median(costs):.0f} us of worker CPU per job "
-                  f"({min(costs):.0f}-{max(costs):.0f}); {args.repeat} runs")
+                  f"({min(costs):.0f}-{max(costs):.0f}); {args.repeat} run{'' if args.repeat == 1 else 's'}")
     finally:
         server.cleanup()
 

@@ -12,8 +12,8 @@ import pytest
 import redis
 
 from tests.core import jobs
-from tests.core.test_supervisor import FAST, children, swarm, wait_for_children  # noqa: F401
-from tests.support.workers import wait_until
+from tests.core.test_supervisor import FAST, swarm, wait_for_children  # noqa: F401
+from tests.support.workers import children, wait_until
 from wurk_django.core import keys
 from wurk_django.core.fetch.reaper import LiveOwners, Owner, Reaper, parse_private_key
 from wurk_django.core.identity import hostname, process_nonce

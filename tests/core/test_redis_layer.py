@@ -11,8 +11,8 @@ from tests.support.redis_server import RedisServer, free_port
 from tests.support.workers import wait_until
 from wurk_django import Client
 from wurk_django.core import Config, RedisUnavailableError, WurkError, keys
-from wurk_django.core.payload import loads
 from wurk_django.core import redis as wurk_redis
+from wurk_django.core.payload import loads
 from wurk_django.core.redis import (RedisConnection, close_connections, connection_for,
                                     is_failover_error, mask_url)
 

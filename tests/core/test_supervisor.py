@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.core import jobs
-from tests.support.workers import wait_until
+from tests.support.workers import alive, children, wait_until
 from wurk_django.core import keys
 from wurk_django.core.payload import loads
 
@@ -20,22 +20,6 @@ FAST = ("--heartbeat-interval", "0.5", "--reaper-interval", "1", "--poll-interva
 
 
 # --- helpers shared with test_no_job_lost.py --------------------------------------------
-
-def alive(pid: int) -> bool:
-    """True while `pid` runs; a zombie counts as gone (PID 1 here may never reap it)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            state = stat.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state != "Z"
-
-
-def children(parent: int) -> set[int]:
-    """The live child pids of `parent`."""
-    out = subprocess.run(["pgrep", "-P", str(parent)], capture_output=True, text=True).stdout
-    return {pid for pid in map(int, out.split()) if alive(pid)}
-
 
 def heartbeats(redis_client) -> dict[int, dict]:
     """pid -> identity hash (decoded) of every process registered with an `info` field."""

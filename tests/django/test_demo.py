@@ -6,29 +6,13 @@ import signal
 import subprocess
 import sys
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 from tests.support.redis_server import free_port
-from tests.support.workers import ROOT, wait_until
+from tests.support.workers import ROOT, alive, children, wait_until
 
 pytestmark = pytest.mark.slow
-
-
-def children_of(pid: int) -> list[int]:
-    try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except FileNotFoundError:
-        return []
-
-
-def running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
@@ -49,16 +33,16 @@ def test_the_demo_runs_jobs_and_stops_everything_it_started(redis_url, tmp_path,
         page = wait_until(lambda: _get(f"http://127.0.0.1:{port}/admin/login/"), 30, 0.1,
                           "the demo's web server")
         assert b"Django" in page
-        started += children_of(demo.pid)
+        started += children(demo.pid)
         assert len(started) == 2  # the worker and the web server
         demo.send_signal(signum)
         assert demo.wait(60) == 0
-        assert not [pid for pid in started if running(pid)]
+        assert not [pid for pid in started if alive(pid)]
     finally:
         if demo.poll() is None:
             demo.kill()
-        for pid in {*started, *children_of(demo.pid)}:
-            if running(pid):  # never leave a worker or a server behind a failed test
+        for pid in {*started, *children(demo.pid)}:
+            if alive(pid):  # never leave a worker or a server behind a failed test
                 os.kill(pid, signal.SIGKILL)
         log.close()
     output = (tmp_path / "demo.log").read_text()

@@ -22,6 +22,22 @@ def wait_until(predicate, timeout_s: float = 10, interval_s: float = 0.02, messa
         time.sleep(interval_s)
 
 
+def alive(pid: int) -> bool:
+    """True while `pid` runs; a zombie counts as gone (PID 1 here may never reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
+
+
+def children(parent: int) -> set[int]:
+    """The live child pids of `parent`."""
+    out = subprocess.run(["pgrep", "-P", str(parent)], capture_output=True, text=True).stdout
+    return {pid for pid in map(int, out.split()) if alive(pid)}
+
+
 class WorkerProcess:
     """A `python -m wurk_django.core` process whose output goes to a log file."""
 

@@ -15,8 +15,7 @@ import time
 
 import redis
 
-from .. import keys
-from .. import identity
+from .. import identity, keys
 from ..identity import hostname, process_nonce
 from .base import BLOCK_TIMEOUT_S, Fetcher, UnitOfWork
 

@@ -21,6 +21,7 @@ import redis
 
 BULK_FACTOR = 10  # a bulk push is timed on 10x the single pushes: it is that much faster
 WARM_UP = 100
+BODY_THREADS = (1, 10)  # the noop rows' thread counts
 
 
 def rate(count: int, run) -> float:
@@ -65,8 +66,6 @@ def enqueue(app, count: str) -> dict:
         result[f"body_per_s_{threads}"] = rate(count, lambda n: bodies(threads, n))
     return result
 
-
-BODY_THREADS = (1, 10)
 
 
 def bodies(threads: int, count: int) -> None:
