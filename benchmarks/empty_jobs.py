@@ -74,6 +74,7 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=3.0, help="seconds measured")
     args = parser.parse_args()
     server = PrivateRedis().start()
+    runs_text = f"{args.repeat} run{'' if args.repeat == 1 else 's'}"
     try:
         for threads in args.threads:
             runs = [one_run(server.url, threads, args.jobs, 0.5, args.window)
@@ -82,7 +83,7 @@ def main() -> None:
             print(f"empty jobs, {threads} thread{'' if threads == 1 else 's'} x 1 process: "
                   f"{statistics.median(rates):,.0f} jobs/s ({min(rates):,.0f}-{max(rates):,.0f}), "
                   f"{statistics.median(costs):.0f} us of worker CPU per job "
-                  f"({min(costs):.0f}-{max(costs):.0f}); {args.repeat} run{'' if args.repeat == 1 else 's'}")
+                  f"({min(costs):.0f}-{max(costs):.0f}); {runs_text}")
     finally:
         server.cleanup()
 
