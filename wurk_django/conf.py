@@ -74,6 +74,7 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "LEADER_TTL_SECONDS": ("leader_ttl_s", _seconds("LEADER_TTL_SECONDS")),
     "LEADER_RENEW_SECONDS": ("leader_renew_s", _seconds("LEADER_RENEW_SECONDS")),
     "LEADER_RETRY_SECONDS": ("leader_retry_s", _seconds("LEADER_RETRY_SECONDS")),
+    "TIMESTAMP_FORMAT": ("timestamp_format", _identity),
 }
 # Keys read elsewhere in the Django layer (not Config fields).
 OTHER_KEYS = {"REDIS_URL", "CACHE_ALIAS", "DASHBOARD", "EMBEDDED", "TRANSACTIONAL",

@@ -133,3 +133,14 @@ def test_embedded_setting_is_checked_and_checking_starts_no_server(monkeypatch, 
     with override_settings(WURK={"REDIS_URL": "embedded", "EMBEDDED": True}, BASE_DIR=tmp_path):
         assert run_checks() == []
     assert not (tmp_path / ".wurk").exists()  # no embedded redis-server was started
+
+
+def test_timestamp_format_reaches_the_config_and_a_bad_one_fails_the_check():
+    with override_settings(WURK={"TIMESTAMP_FORMAT": "float"}):
+        assert conf.build_config().timestamp_format == "float"
+        assert run_checks() == []
+    with override_settings(WURK={}):
+        assert conf.build_config().timestamp_format == "ms"
+    with override_settings(WURK={"TIMESTAMP_FORMAT": "seconds"}):
+        [message] = run_checks()
+    assert message.id == "wurk.E004" and "timestamp_format" in message.msg

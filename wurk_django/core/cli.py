@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds between the leader's renewals (default 15)")
     parser.add_argument("--leader-retry", type=float, default=60,
                         help="seconds between a follower's tries to lead (default 60)")
+    parser.add_argument("--timestamp-format", choices=("ms", "float"), default="ms",
+                        help="job timestamps as Sidekiq 8's integer milliseconds (default) "
+                             "or as float seconds, for fleets with Sidekiq 6 or 7")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                         default=None, help="log level (default info; warning hides the "
@@ -75,6 +78,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         leader_ttl_s=args.leader_ttl,
         leader_renew_s=args.leader_renew,
         leader_retry_s=args.leader_retry,
+        timestamp_format=args.timestamp_format,
     )
     if args.redis_url:
         options["redis_url"] = args.redis_url

@@ -5,7 +5,7 @@ from datetime import timedelta
 from . import keys, testmode
 from .config import Config, get_default_config
 from .errors import JobArgumentError
-from .payload import TRANSIENT_KEYS, check_args, dumps, new_jid, now_ms, scheduled_at
+from .payload import TRANSIENT_KEYS, check_args, dumps, new_jid, scheduled_at
 from .redis import RedisConnection, connection_for
 from .registry import REGISTRY
 from .task import retry_for_seconds, task_class
@@ -97,7 +97,7 @@ class Client:
         for start in range(0, len(args_list), int(batch_size)):
             chunk = args_list[start:start + int(batch_size)]
             jobs = []
-            created_at = now_ms()
+            created_at = self.config.job_clock()
             for offset, args in enumerate(chunk):
                 job = dict(template)
                 job["args"] = args
@@ -170,7 +170,8 @@ class Client:
             job["jid"] = new_jid()
         if job.get("retry_for") is not None:
             job["retry_for"] = _retry_for(job["retry_for"])
-        job.setdefault("created_at", now_ms())
+        if "created_at" not in job:
+            job["created_at"] = self.config.job_clock()
         return job
 
     def prepare(self, job: dict) -> dict | None:
@@ -199,7 +200,7 @@ class Client:
                 members[dumps(job)] = at
             connection.write(connection.client.zadd, keys.SCHEDULE, members)
             return
-        enqueued_at = now_ms()
+        enqueued_at = self.config.job_clock()
         by_queue: dict[str, list[bytes]] = {}
         for job in jobs:
             job["enqueued_at"] = enqueued_at

@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping
 
 from .errors import ConfigurationError
 from .middleware import Chain
+from .payload import TIMESTAMP_FORMATS, timestamp_clock
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 DEFAULT_JOB_OPTIONS = {"retry": True, "queue": "default"}
@@ -169,10 +170,17 @@ class Config:
     cron_tick_s: float = 60
     cron_tz: str = ""
     cron_entries: tuple = ()
+    # "ms" (Sidekiq 8's integer milliseconds) or "float" (seconds, for Sidekiq 6/7 fleets).
+    timestamp_format: str = "ms"
 
     def __post_init__(self):
         set_ = object.__setattr__
         set_(self, "_sealed", False)
+        if self.timestamp_format not in TIMESTAMP_FORMATS:
+            raise ConfigurationError(f"timestamp_format must be 'ms' (Sidekiq 8) or 'float' "
+                                     f"(Sidekiq 6 and 7), got {self.timestamp_format!r}")
+        # Called for every job timestamp Wurk writes: created_at, enqueued_at, failed_at...
+        set_(self, "job_clock", timestamp_clock(self.timestamp_format))
         _positive_int("concurrency", self.concurrency)
         _non_negative_number("shutdown_timeout_s", self.shutdown_timeout_s)
         _non_negative_number("average_scheduled_poll_interval_s",

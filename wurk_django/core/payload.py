@@ -43,6 +43,17 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+# How job timestamps (created_at, enqueued_at, failed_at, ...) are written: Sidekiq 8
+# writes integer epoch milliseconds; Sidekiq 6 and 7 write float epoch seconds and show
+# an integer-ms time as a date tens of thousands of years away.
+TIMESTAMP_FORMATS = ("ms", "float")
+
+
+def timestamp_clock(timestamp_format: str):
+    """The function that stamps job times in `timestamp_format` ("ms" or "float")."""
+    return now_ms if timestamp_format == "ms" else time.time
+
+
 INTERVAL_THRESHOLD = 1_000_000_000
 
 

@@ -6,7 +6,7 @@ import time
 from . import keys
 from .errors import Shutdown
 from .payload import (backtrace_lines, dumps, encode_backtrace, error_class, error_message,
-                      loads, now_ms, to_epoch_seconds)
+                      loads, to_epoch_seconds)
 from .registry import REGISTRY
 
 
@@ -123,10 +123,10 @@ class JobRetry:
         job["error_class"] = error_class(exc)
         if "retry_count" in job:
             job["retry_count"] = int(job["retry_count"]) + 1
-            job["retried_at"] = now_ms()
+            job["retried_at"] = self.config.job_clock()
         else:
             job["retry_count"] = 0
-            job["failed_at"] = now_ms()
+            job["failed_at"] = self.config.job_clock()
         backtrace = job.get("backtrace")
         if backtrace:
             lines = self.config.backtrace_cleaner(backtrace_lines(exc))
@@ -140,7 +140,7 @@ class JobRetry:
             return
         strategy, delay = self.delay_for(task, count, exc, job)
         if strategy == "discard":
-            job["discarded_at"] = now_ms()
+            job["discarded_at"] = self.config.job_clock()
             run_death_handlers(self.config, job, exc)
         elif strategy == "kill":
             self.retries_exhausted(task, job, exc)
@@ -186,7 +186,7 @@ class JobRetry:
                                                                    "retries_exhausted",
                                                         "job": job})
         if outcome == "discard" or job.get("dead") is False:
-            job["discarded_at"] = now_ms()
+            job["discarded_at"] = self.config.job_clock()
         else:
             send_to_dead(self.connection, self.config, dumps(job))
         run_death_handlers(self.config, job, exc)

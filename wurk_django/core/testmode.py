@@ -5,7 +5,7 @@ import threading
 
 from .errors import ConfigurationError, EmptyQueueError, TestModeAlreadySetError
 from .middleware import Chain
-from .payload import dumps, loads, now_ms
+from .payload import dumps, loads
 
 DISABLE = "disable"
 FAKE = "fake"
@@ -101,7 +101,7 @@ def intercept(jobs: list[dict], config) -> None:
     for job in jobs:
         if current == FAKE:
             if "at" not in job:
-                job["enqueued_at"] = now_ms()
+                job["enqueued_at"] = config.job_clock()
             queues.push(loads(dumps(job)))
         else:
             process_job(loads(dumps(job)), config)

@@ -29,13 +29,17 @@ class Command(BaseCommand):
                             help="fork this many worker processes (default WURK['PROCESSES'], 1)")
         parser.add_argument("--max-memory-mb", type=float,
                             help="gracefully replace a worker process that grows past this")
+        parser.add_argument("--timestamp-format", choices=("ms", "float"),
+                            help="job timestamps as integer ms (Sidekiq 8) or float seconds "
+                                 "(Sidekiq 6/7); default WURK['TIMESTAMP_FORMAT'], ms")
         parser.add_argument("--logfile", help="log to this file instead of stdout")
         parser.add_argument("--log-format", choices=("text", "json"),
                             help="log line format (default text, or WURK['LOG_FORMAT'])")
 
     def handle(self, *args, **options):
         overrides = {field: options[flag] for flag, field in (
-            ("concurrency", "concurrency"), ("timeout", "shutdown_timeout_s"), ("tag", "tag"))
+            ("concurrency", "concurrency"), ("timeout", "shutdown_timeout_s"), ("tag", "tag"),
+            ("timestamp_format", "timestamp_format"))
             if options[flag] is not None}
         if options["queue"]:
             overrides["queues"] = tuple(options["queue"])
