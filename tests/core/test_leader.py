@@ -1,6 +1,8 @@
 """Leader election: the atomic campaign and release, fencing tokens, the cached check,
 opting out, and a real hand-over between two electors."""
 
+import time
+
 import pytest
 
 from tests.support.redis_server import free_port
@@ -170,8 +172,20 @@ def test_the_thread_leads_renews_and_hands_over_at_stop(fast, redis_client):
         wait_until(lambda: first.held, 5, message="the first elector to lead")
         second.start()
         token = first.token
-        # Renewals every 0.2 s keep a 2 s lock alive well past its TTL.
-        wait_until(lambda: redis_client.pttl(keys.LEADER) > 1900, 5, message="a renewal")
+        # Renewals every 0.2 s keep a 2 s lock alive past its TTL: watch it for one and a
+        # half TTLs. Without renewals it lapses at 2 s and the follower (retrying every
+        # 0.2 s) takes it with the next token, so every sample must still show ours.
+        taken_at = time.monotonic()
+
+        def lock_outlived_its_ttl() -> bool:
+            pipe = redis_client.pipeline(transaction=True)  # one atomic read of all three
+            held = pipe.get(keys.LEADER).get(keys.LEADER_TOKEN).pttl(keys.LEADER).execute()
+            assert held[:2] == [first.identity.encode(), str(token).encode()] and held[2] > 0, \
+                f"the lock lapsed or changed hands while the leader ran: {held}"
+            return time.monotonic() - taken_at > 1.5 * fast.leader_ttl_s
+
+        wait_until(lock_outlived_its_ttl, 10, 0.05, "the lock to outlive its TTL")
+        assert first.held and first.token == token and not second.held
         assert first.stop() is True
         assert redis_client.get(keys.LEADER) != first.identity.encode()
         wait_until(lambda: second.held, 5, message="the follower to take over")
