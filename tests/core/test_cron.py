@@ -162,8 +162,15 @@ def test_cron_tasks_register_loops_and_their_options_never_reach_payloads(
     assert not_periodic.wire_name not in entries  # the cron option is not inherited
     nightly.perform_async("manual")
     hourly.perform_async()
-    for job in queued(redis_client, "low") + queued(redis_client):
-        assert not {"cron", "cron_args", "cron_tz", "tz", "paused"} & set(job)
+    # Exactly one push in each task's own queue, with its other options kept.
+    low, default = queued(redis_client, "low"), queued(redis_client)
+    assert (len(low), len(default)) == (1, 1), f"low: {low}, default: {default}"
+    manual, hourly_job = low[0], default[0]
+    assert (manual["class"], manual["args"]) == (nightly.name, ["manual"])
+    assert (hourly_job["class"], hourly_job["args"], hourly_job["retry"]) == (
+        hourly.wire_name, [], 1)
+    for job in (manual, hourly_job):
+        assert not {"cron", "cron_args", "cron_tz", "tz", "paused"} & set(job), job
 
 
 def test_a_bad_cron_option_fails_when_the_task_is_defined():
