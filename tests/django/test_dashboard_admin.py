@@ -89,3 +89,11 @@ def test_a_missing_bundle(tmp_path, settings, debug, expected):
 def test_bad_dashboard_settings(settings, dashboard):
     settings.WURK = {**settings.WURK, "DASHBOARD": dashboard}
     assert [m.id for m in dashboard_checks()] == ["wurk.E201"]
+
+
+def test_without_a_urlconf_there_is_no_mount_to_check(tmp_path, settings):
+    # A worker-only settings module has no ROOT_URLCONF: no dashboard to mount or serve,
+    # so neither the mount nor the bundle (an empty folder here) is reported.
+    del settings.ROOT_URLCONF
+    settings.WURK = {**settings.WURK, "DASHBOARD": {"BUNDLE_DIR": str(tmp_path)}}
+    assert dashboard_checks() == []

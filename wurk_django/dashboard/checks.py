@@ -1,5 +1,6 @@
 """System checks for the dashboard: its settings, its mount, and the built bundle."""
 
+from django.conf import settings as django_settings
 from django.core.checks import Error, Warning
 from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 
@@ -16,6 +17,10 @@ def dashboard_problems() -> list:
     except ConfigurationError as exc:
         return [Error(str(exc), hint="See the Dashboard section of Wurk's README.",
                       id="wurk.E201")]
+    if not getattr(django_settings, "ROOT_URLCONF", None):
+        # A worker-only settings module serves no pages: there is no dashboard to mount,
+        # and reverse() would fail on the missing setting itself.
+        return []
     return _check_mount() + _check_bundle(settings)
 
 

@@ -24,4 +24,12 @@ else:
 
 __all__ = ["BaseTaskBackend", "InvalidTask", "InvalidTaskBackend", "Task", "TaskContext",
            "TaskError", "TaskResult", "TaskResultDoesNotExist", "TaskResultStatus",
-           "normalize_json", "task_backends", "task_enqueued", "task_finished", "task_started"]
+           "normalize_json", "task_backends", "task_enqueued", "task_finished", "task_started",
+           "tasks_setting_given"]
+
+
+def tasks_setting_given() -> bool:
+    """Whether the settings set TASKS. Django 6 has a global default for it (one
+    ImmediateBackend), the backport none, and a test may delete it: cover all three."""
+    from django.conf import settings
+    return hasattr(settings, "TASKS") and settings.is_overridden("TASKS")

@@ -1,12 +1,13 @@
 """The Wurk job that runs django.tasks tasks on a worker and records each attempt."""
 
-from ..core.errors import Shutdown
+from ..core.errors import ConfigurationError, Shutdown
 from ..core.identity import process_identity
 from ..core.payload import dumps
 from ..core.retry import base_delay
 from ..core.task import Job
 from . import results
-from .compat import TaskContext, normalize_json, task_backends, task_finished, task_started
+from .compat import (InvalidTaskBackend, TaskContext, normalize_json, task_backends,
+                     task_finished, task_started, tasks_setting_given)
 
 WIRE_NAME = "wurk_django.tasks_backend.TaskWrapper"
 
@@ -17,25 +18,54 @@ def retry_window_s(count: int) -> int:
     return base_delay(count) + 10 * (count + 1)
 
 
+def wurk_backend(alias: str):
+    """The worker's own TASKS[alias], which must be a WurkBackend as where it was enqueued.
+
+    A worker started with other settings (often a worker-only module without TASKS, so
+    Django's default ImmediateBackend) cannot record results: say so, and let the job
+    go through its retries so a worker with the right settings can still run it.
+    """
+    from .backend import WurkBackend
+    fix = ("start the worker with the TASKS setting of the project that enqueued it "
+           "(BACKEND wurk_django.tasks_backend.WurkBackend)")
+    try:
+        backend = task_backends[alias]
+    except InvalidTaskBackend:
+        raise ConfigurationError(f"this django.tasks job names TASKS[{alias!r}], which this "
+                                 f"worker's settings do not define: {fix}") from None
+    if isinstance(backend, WurkBackend):
+        return backend
+    kind = type(backend)
+    found = f"{kind.__module__}.{kind.__qualname__}"
+    if not tasks_setting_given():
+        found += " (Django's default: this worker's settings define no TASKS)"
+    raise ConfigurationError(f"this django.tasks job was enqueued through a WurkBackend, but "
+                             f"this worker's TASKS[{alias!r}] is {found}: {fix}")
+
+
 class TaskRun:
     """One attempt of one task: resolves the task and its backend from the envelope."""
 
     def __init__(self, jid: str, envelope: dict):
         self.jid = jid
         self.envelope = envelope
-        self.backend = task_backends[envelope["backend"]]
+        self.backend = wurk_backend(envelope["backend"])
         self.store = self.backend.store()
 
     @classmethod
     def from_job(cls, job: dict) -> "TaskRun | None":
-        """The run behind a failed job, or None if its payload is not our envelope."""
+        """The run behind a failed job, or None if its payload is not our envelope or this
+        worker has no WurkBackend for it (the job's own error already says why)."""
         args = job.get("args")
         if not job.get("jid") or not isinstance(args, list) or len(args) != 1:
             return None
         envelope = args[0]
         if not isinstance(envelope, dict) or not set(results.ENVELOPE_KEYS) <= set(envelope):
             return None
-        return cls(job["jid"], envelope)
+        try:
+            return cls(job["jid"], envelope)
+        except ConfigurationError:
+            return None
 
     def _update(self, change, extra_ttl_s: float = 0):
         record = self.store.update(self.jid, self.envelope, change, extra_ttl_s)
