@@ -1,9 +1,11 @@
-"""The data API's cluster numbers: Stats in two round trips, reset, and daily History."""
+"""The data API's cluster numbers: Stats in two round trips (counted), reset, and daily
+History."""
 
 import time
 from datetime import date, datetime, timezone
 
 import pytest
+import redis
 
 from wurk_django.core import Client, keys
 from wurk_django.core.api import History, Stats
@@ -37,6 +39,35 @@ def test_stats_read_counters_set_sizes_busy_threads_and_queue_sizes(config, redi
     assert stats.workers_size == 5
     assert stats.enqueued == 7
     assert list(stats.queues.items()) == [("low", 4), ("default", 2), ("critical", 1)]
+
+
+class CountingConnection(redis.Connection):
+    """A real connection to the suite's Redis that counts its requests: each write of
+    one or more commands to the socket, then reading their replies, is one round trip."""
+
+    requests = 0
+
+    def send_packed_command(self, command, check_health=True):
+        CountingConnection.requests += 1
+        super().send_packed_command(command, check_health)
+
+
+def test_stats_take_two_round_trips_however_many_processes_and_queues(config, redis_client):
+    for n in range(3):
+        heartbeat(redis_client, f"host:{n}:abc", n)
+    for queue in ("a", "b", "c", "d"):
+        Client.enqueue_to(queue, "Job")
+    counted = config.replace(redis_options={"connection_class": CountingConnection})
+    Stats(counted)  # opens the pooled connection: redis-py's handshake is not a Stats trip
+    CountingConnection.requests = 0
+    stats = Stats(counted)
+    assert CountingConnection.requests == 2
+    assert (stats.processes_size, stats.workers_size, stats.enqueued) == (3, 3, 4)
+    redis_client.delete(*(keys.queue(queue) for queue in "abcd"))
+    redis_client.delete(keys.QUEUES, keys.PROCESSES)
+    CountingConnection.requests = 0
+    Stats(counted)  # nothing to ask in a second trip: one
+    assert CountingConnection.requests == 1
 
 
 def test_stats_on_an_empty_database_are_zero(config):
