@@ -10,7 +10,7 @@ import warnings
 import zlib
 from datetime import datetime, timedelta, timezone
 
-from .errors import JobArgumentError
+from .errors import InvalidJobError, JobArgumentError
 
 # Keys that steer a push but never reach Redis (wire §4.2).
 TRANSIENT_KEYS = ("pool", "client_class", "name", "sync", "on_commit", "transactional",
@@ -20,8 +20,22 @@ MS_THRESHOLD = 100_000_000_000  # an int below this is seconds, not ms (wire §5
 ERROR_MESSAGE_MAX = 10_000
 ERROR_MESSAGE_FAILED = "!!! ERROR MESSAGE THREW AN ERROR !!!"
 
+PREVIEW_BYTES = 200
+
+
+class MalformedPayload(ValueError):
+    """Stored bytes that are not a JSON value Wurk (and Ruby's parser) would write."""
+
+
+def _refuse_constant(name: str):
+    # NaN and Infinity are not JSON. Python's decoder accepts them, Ruby's refuses them,
+    # and Wurk's encoder cannot write them back, so a payload holding one could be run
+    # but never retried or moved: refuse it up front.
+    raise MalformedPayload(f"{name} is not valid JSON")
+
+
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-_decoder = json.JSONDecoder()
+_decoder = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
 def dumps(obj) -> bytes:
@@ -30,9 +44,48 @@ def dumps(obj) -> bytes:
 
 
 def loads(raw: bytes | str):
-    if isinstance(raw, bytes):
-        raw = raw.decode("utf-8")
-    return _decoder.decode(raw)
+    """Decode stored JSON; every way the bytes can fail to decode raises MalformedPayload.
+
+    Hostile payloads fail in ways json's own ValueError does not cover: invalid UTF-8
+    (UnicodeDecodeError is one, but only by luck), nesting past the interpreter's
+    recursion limit (RecursionError) and NaN. Callers guard on one exception type.
+    """
+    try:
+        if isinstance(raw, (bytes, bytearray, memoryview)):
+            raw = bytes(raw).decode("utf-8")
+        return _decoder.decode(raw)
+    except MalformedPayload:
+        raise
+    except (ValueError, RecursionError, TypeError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise MalformedPayload(f"not valid JSON ({reason:.200})") from None
+
+
+def preview(raw) -> str:
+    """The first bytes of a payload, safe to log."""
+    return repr(bytes(raw[:PREVIEW_BYTES]) if isinstance(raw, (bytes, bytearray)) else
+                str(raw)[:PREVIEW_BYTES])
+
+
+def decode_job(raw: bytes | str) -> dict:
+    """The one decoder of stored jobs: the job hash, or InvalidJobError saying why not.
+
+    Shared by the processor, the poller, the reaper and the data API, so a payload is
+    judged the same everywhere: what one of them cannot run, none of them drops.
+    """
+    try:
+        job = loads(raw)
+    except MalformedPayload as exc:
+        raise InvalidJobError(f"payload is {exc}: {preview(raw)}") from None
+    if not isinstance(job, dict):
+        raise InvalidJobError(f"payload is JSON but not an object: {preview(raw)}")
+    if not isinstance(job.get("class"), str) or not job["class"]:
+        raise InvalidJobError(f"payload has no 'class' naming its task: {preview(raw)}")
+    # Every Sidekiq client refuses to push a job without an args array, so a payload
+    # lacking one was written by hand or damaged; running it with no args would guess.
+    if not isinstance(job.get("args"), list):
+        raise InvalidJobError(f"payload 'args' is missing or not a list: {preview(raw)}")
+    return job
 
 
 def new_jid() -> str:
@@ -91,7 +144,7 @@ def to_epoch_seconds(value) -> float | None:
         return value / 1000 if value >= MS_THRESHOLD else float(value)
     if isinstance(value, str):
         try:
-            return to_epoch_seconds(json.loads(value))
+            return to_epoch_seconds(loads(value))
         except ValueError:
             return None
     return None

@@ -3,7 +3,7 @@
 import logging
 
 from . import keys
-from .payload import dumps, loads
+from .payload import dumps
 from .retry import run_death_handlers, send_to_dead
 
 logger = logging.getLogger("wurk")
@@ -48,21 +48,21 @@ def kill(connection, config, raw: bytes, job: dict, count: int, source_key: str)
     job["error_message"] = str(exc)
     logger.warning("Poison pill %s (%s) sent to the dead set after %d reclaims",
                    job.get("jid"), job.get("class"), count)
-    send_to_dead(connection, config, dumps(job))
+    try:
+        member = dumps(job)
+    except (ValueError, RecursionError):
+        member = raw  # cannot be written back (nested too deeply): keep its bytes
+    send_to_dead(connection, config, member)
     # Removed only once it is in `dead`: a crash in between repeats the kill, never
     # loses the job. The reaper reads from the right end, so remove from there.
     connection.client.lrem(source_key, -1, raw)
     run_death_handlers(config, job, exc)
 
 
-def check_reclaimed(connection, config, raw: bytes, source_key: str) -> bool:
-    """Count a reclaim of `raw` (still in `source_key`, a dead owner's private list) and
-    kill the job past the cap. True if it was killed."""
-    try:
-        job = loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return False  # unparseable: the worker sends it to `dead` itself, no counter
-    jid = job.get("jid") if isinstance(job, dict) else None
+def check_reclaimed(connection, config, raw: bytes, job: dict, source_key: str) -> bool:
+    """Count a reclaim of `job` (its bytes `raw` still in `source_key`, a dead owner's
+    private list) and kill it past the cap. True if it was killed."""
+    jid = job.get("jid")
     if not isinstance(jid, str) or not jid:
         return False
     count = bump(connection, jid)

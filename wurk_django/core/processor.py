@@ -9,7 +9,7 @@ from .aio import resolve
 from .errors import InvalidJobError, Shutdown
 from .identity import tid
 from .metrics import metric_class
-from .payload import loads
+from .payload import decode_job, dumps, error_class, error_message
 from .redis import REDIS_ERRORS
 from .registry import REGISTRY
 from .retry import RetryHandled, send_to_dead
@@ -17,22 +17,6 @@ from .retry import RetryHandled, send_to_dead
 logger = logging.getLogger("wurk")
 
 FETCH_BACKOFF_MAX_S = 5.0
-
-
-def parse_job(raw: bytes) -> dict:
-    """Decode a fetched payload; anything that is not a job hash raises InvalidJobError."""
-    try:
-        job = loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidJobError(f"payload is not valid JSON ({exc}): {raw[:200]!r}") from exc
-    if not isinstance(job, dict):
-        raise InvalidJobError(f"payload is JSON but not an object: {raw[:200]!r}")
-    if not isinstance(job.get("class"), str) or not job["class"]:
-        raise InvalidJobError(f"payload has no 'class' naming its task: {raw[:200]!r}")
-    if not isinstance(job.get("args", []), list):
-        raise InvalidJobError(f"payload 'args' is not a list: {raw[:200]!r}")
-    job.setdefault("args", [])
-    return job
 
 
 class Processor:
@@ -46,7 +30,6 @@ class Processor:
         self.name = f"wurk-{manager.capsule.name}-{index}"
         self.unit = None
         self.thread: threading.Thread | None = None
-        self._outage_started: float | None = None
         self._backoff_s = 0.0
 
     def start(self) -> None:
@@ -74,27 +57,22 @@ class Processor:
             self.unit = None
 
     def fetch(self):
+        started = time.monotonic()
         try:
             unit = self.fetcher.retrieve_work()
         except REDIS_ERRORS as exc:
-            self._fetch_failed(exc)
+            self._fetch_failed(exc, started)
             return None
-        if self._outage_started is not None:
-            logger.info("Redis is reachable again after %.1f s; fetching resumed",
-                        time.monotonic() - self._outage_started)
-            self._outage_started = None
-            self._backoff_s = 0.0
+        self.manager.fetch_outage.succeeded()
+        self._backoff_s = 0.0
         if unit is not None and self.done.is_set():
             # Fetched while quieting: give it straight back so another process runs it.
             unit.requeue()
             return None
         return unit
 
-    def _fetch_failed(self, exc: BaseException) -> None:
-        if self._outage_started is None:
-            self._outage_started = time.monotonic()
-            self._backoff_s = 0.0
-            self.config.handle_exception(exc, {"context": "Error fetching job"})
+    def _fetch_failed(self, exc: BaseException, started: float) -> None:
+        self.manager.fetch_outage.failed(exc, since=started)
         # Back off 1 s, 2 s, 4 s... up to 5 s, waking at once if the process stops.
         self._backoff_s = min(max(self._backoff_s * 2, 1.0), FETCH_BACKOFF_MAX_S)
         self.done.wait(self._backoff_s)
@@ -102,11 +80,10 @@ class Processor:
     def process(self, unit) -> None:
         raw = unit.job
         try:
-            job = parse_job(raw)
+            job = decode_job(raw)
         except InvalidJobError as exc:
             self.config.handle_exception(exc, {"context": "Invalid JSON for job", "jobstr": raw})
-            send_to_dead(self.manager.connection, self.config, raw)
-            unit.acknowledge()
+            self._settle(unit, raw)
             return
         unit.jid = job.get("jid") if isinstance(job.get("jid"), str) else None
         manager = self.manager
@@ -122,15 +99,43 @@ class Processor:
                                          {"context": "Job raised exception", "job": job})
         except Shutdown:
             pass  # already requeued by the manager; never ack
+        except REDIS_ERRORS as exc:
+            # Redis went away while the failure was being booked: leave the job
+            # unacknowledged, so the reliable fetcher's list still holds it.
+            self.config.handle_exception(exc, {"context": "Redis failed while booking a job's "
+                                                          "failure; it stays in this process's "
+                                                          "list", "job": job})
         except Exception as exc:
-            # Got past the retry guards (Redis down while booking a retry): leave it
-            # unacknowledged so a reliable fetcher can hand it out again.
-            self.config.handle_exception(exc, {"context": "Internal exception!",
-                                               "job": job, "jobstr": raw})
+            # Booking the failure itself failed (a corrupt retry_count, a hook's bad
+            # answer): nothing else will ever run or show this job, so keep it in `dead`.
+            self.config.handle_exception(exc, {"context": "Could not book a job's failure; "
+                                                          "moving it to the dead set",
+                                               "job": job})
+            self._settle(unit, _unbookable(raw, exc))
         finally:
             manager.job_logger.leave(tokens)
             if ack:
-                unit.acknowledge()
+                self._acknowledge(unit)
+
+    def _settle(self, unit, member: bytes) -> None:
+        """Keep a job that cannot run or be booked in `dead`, then let it go. On a Redis
+        error it stays unacknowledged: only an outage may leave a job in the list."""
+        try:
+            send_to_dead(self.manager.connection, self.config, member)
+        except REDIS_ERRORS as exc:
+            self.config.handle_exception(exc, {"context": "Redis failed while moving a job "
+                                                          "to the dead set", "jobstr": member})
+            return
+        self._acknowledge(unit)
+
+    def _acknowledge(self, unit) -> None:
+        try:
+            unit.acknowledge()
+        except REDIS_ERRORS as exc:
+            # The fetcher keeps the ack and sends it with its next round trip.
+            self.manager.ack_outage.failed(exc)
+        else:
+            self.manager.ack_outage.succeeded()
 
     def _dispatch(self, job: dict, raw: bytes, queue: str):
         manager = self.manager
@@ -183,3 +188,15 @@ class Processor:
             return
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
                                                    ctypes.py_object(Shutdown))
+
+
+def _unbookable(raw: bytes, exc: BaseException) -> bytes:
+    """The dead-set member for a job whose failure could not be booked: its fields as
+    stored plus why, or its exact bytes when even that cannot be written."""
+    try:
+        job = decode_job(raw)
+        job["error_class"] = error_class(exc)
+        job["error_message"] = f"could not book this job's failure: {error_message(exc)}"
+        return dumps(job)
+    except Exception:
+        return raw

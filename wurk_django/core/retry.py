@@ -90,8 +90,13 @@ class JobRetry:
             if caused_by_shutdown(exc):
                 raise Shutdown() from exc
             job = loads(raw)
-            if retry_enabled(job.get("retry")):
-                task = _find_task(job.get("class"))
+            task = _find_task(job.get("class"))
+            if job.get("retry") is None:
+                # A payload without `retry` (pushed by hand, or by a client that leaves
+                # defaults out) follows its task's option, or the configured default
+                # when this process does not know the class: it is never dropped.
+                job["retry"] = self._task_retry(task)
+            if retry_enabled(job["retry"]):
                 self.process_retry(task, job, queue, exc)
             else:
                 run_death_handlers(self.config, job, exc)
@@ -108,12 +113,15 @@ class JobRetry:
                 raise Shutdown() from exc
             job = loads(raw)
             if job.get("retry") is None:
-                job["retry"] = task.task_options.get("retry",
-                                                     self.config.default_job_options["retry"])
+                job["retry"] = self._task_retry(task)
             if not retry_enabled(job["retry"]):
                 raise
             self.process_retry(task, job, queue, exc)
             raise RetryHandled() from exc
+
+    def _task_retry(self, task):
+        default = self.config.default_job_options["retry"]
+        return default if task is None else task.task_options.get("retry", default)
 
     def process_retry(self, task, job: dict, queue: str, exc: BaseException) -> None:
         retry = job.get("retry")

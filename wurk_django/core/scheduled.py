@@ -6,7 +6,8 @@ import time
 
 from . import keys
 from .heartbeat import cleanup_processes
-from .payload import loads
+from .outage import OutageLog
+from .payload import decode_job
 from .redis import REDIS_ERRORS
 from .retry import send_to_dead
 from .timer_loop import TimerLoop
@@ -41,17 +42,18 @@ class Enqueuer:
         return moved
 
     def _push(self, raw: bytes, source: str) -> None:
+        """Push a member the script has already removed from its set. What cannot be
+        pushed (not a job, or refused by the client's checks) is kept in `dead` with its
+        bytes rather than lost."""
         try:
-            job = loads(raw)
-            if not isinstance(job, dict):
-                raise ValueError("not a JSON object")
-        except (ValueError, UnicodeDecodeError) as exc:
-            # Already removed from the set: keep it in `dead` rather than lose it.
-            self.config.handle_exception(exc, {"context": f"Invalid JSON in {source}",
+            self.client.push(decode_job(raw))
+        except REDIS_ERRORS:
+            raise
+        except Exception as exc:
+            self.config.handle_exception(exc, {"context": f"Cannot enqueue a member of "
+                                                          f"{source}; moved to the dead set",
                                                "jobstr": raw})
             send_to_dead(self.connection, self.config, raw)
-            return
-        self.client.push(job)
 
 
 class Poller:
@@ -63,7 +65,8 @@ class Poller:
         self.enqueuer = Enqueuer(config, connection, client)
         self._is_leader = is_leader or (lambda: True)
         self._loop = TimerLoop("wurk-poller", self.random_poll_interval_s, self.tick,
-                               on_error=self._report, first_wait_s=self.initial_wait_s)
+                               on_error=self._report, first_wait_s=self.initial_wait_s,
+                               outage=OutageLog("scheduled poller", config))
 
     def start(self) -> None:
         self.enqueuer.done = False
@@ -87,7 +90,9 @@ class Poller:
     def _guarded(self, fn, *args) -> None:
         try:
             fn(*args)
-        except Exception as exc:  # Redis down or a bad member: report, try next tick
+        except REDIS_ERRORS:
+            raise  # the whole tick fails the same way: one outage report, not two
+        except Exception as exc:  # a bad member: report, go on with the tick
             self._report(exc)
 
     def initial_wait_s(self) -> float:

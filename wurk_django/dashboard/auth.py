@@ -4,14 +4,18 @@ Every API view is built by `endpoint()`, which runs spec §2.4's checks in one f
 order: 401 → 404/405 → read_only → forbidden → 415 → csrf_failed → the action.
 """
 
-import json
+import logging
 
 from django.http import HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 
 from .. import conf
+from ..core.api.base import WrongTypeError
 from ..core.errors import RedisUnavailableError
+from ..core.payload import loads
 from .cache import API, cache_control_for
+
+logger = logging.getLogger("wurk")
 
 VIEW_PERMISSION = "wurk.view_dashboard"
 CHANGE_PERMISSION = "wurk.change_dashboard"
@@ -31,6 +35,9 @@ PROBLEMS = {
     "unsupported_media_type": (415, "Send a JSON body with Content-Type: application/json."),
     "invalid_request": (400, "Invalid request."),
     "redis_unavailable": (503, "Redis cannot be reached."),
+    "wrong_type": (500, "A Redis key holds another type of value than Wurk keeps there."),
+    "not_available": (501, "This part of the dashboard is not available yet."),
+    "server_error": (500, "The server failed to answer; the error is in its log."),
 }
 
 
@@ -90,8 +97,8 @@ def _json_body(request) -> dict:
     if not request.body.strip():
         return {}
     try:
-        body = json.loads(request.body)
-    except (ValueError, UnicodeDecodeError):
+        body = loads(request.body)  # the core decoder: deep nesting and NaN are refused too
+    except ValueError:
         raise ApiError("invalid_request", "The request body is not valid JSON.") from None
     if not isinstance(body, dict):
         raise ApiError("invalid_request", "The request body must be a JSON object.")
@@ -149,14 +156,23 @@ def endpoint(**handlers):
 
 
 def _answer(request, handlers, kwargs) -> HttpResponse:
-    checked = _checks(request, handlers)
-    if isinstance(checked, HttpResponse):
-        return checked
     try:
+        checked = _checks(request, handlers)
+        if isinstance(checked, HttpResponse):
+            return checked
         request.json = _json_body(request) if request.method in MUTATING_METHODS else {}
         result = checked(request, **kwargs)
+        return result if isinstance(result, HttpResponse) else JsonResponse(result)
     except ApiError as exc:
         return problem(exc.slug, exc.detail, **exc.extra)
     except RedisUnavailableError as exc:
         return problem("redis_unavailable", str(exc))
-    return result if isinstance(result, HttpResponse) else JsonResponse(result)
+    except WrongTypeError as exc:
+        return problem("wrong_type", f"{exc}: the data there was not written by Wurk or "
+                       "Sidekiq; inspect it with redis-cli TYPE and remove or rename it.")
+    except Exception as exc:
+        # The API speaks problem JSON to the end, never Django's HTML error page; the
+        # traceback goes to the log, where the operator can read it.
+        logger.exception("Wurk dashboard: %s %s failed", request.method, request.path)
+        return problem("server_error", f"{type(exc).__name__}: the error is in the server "
+                       "log (logger 'wurk').")

@@ -6,7 +6,12 @@ import threading
 from dataclasses import dataclass
 
 from .. import keys, poison
+from ..errors import InvalidJobError
 from ..identity import hostname, process_nonce
+from ..outage import OutageLog
+from ..payload import decode_job
+from ..redis import REDIS_ERRORS
+from ..retry import send_to_dead
 from ..timer_loop import TimerLoop
 
 logger = logging.getLogger("wurk")
@@ -111,8 +116,9 @@ class Reaper:
         self._is_leader = is_leader or (lambda: True)  # gates the full sweep
         self._warned: set[str] = set()
         self._boot: threading.Thread | None = None
+        self._outage = OutageLog("reaper", config)
         self._loop = TimerLoop("wurk-reaper", config.reaper_interval_s, self.tick,
-                               on_error=self._report)
+                               on_error=self._report, outage=self._outage)
 
     def start(self) -> None:
         self._boot = threading.Thread(target=self._boot_sweep, name="wurk-reaper-boot",
@@ -129,6 +135,8 @@ class Reaper:
     def _boot_sweep(self) -> None:
         try:
             self.sweep_scoped()
+        except REDIS_ERRORS as exc:
+            self._outage.failed(exc)
         except Exception as exc:
             self._report(exc)
 
@@ -150,7 +158,7 @@ class Reaper:
                 key = raw_key.decode("utf-8", "replace")
                 owner = parse_private_key(key, known_prefix=prefix)
                 if owner is not None and not owners.alive(owner):
-                    reclaimed += self.drain(key, owner.public_key)
+                    reclaimed += self._drain_guarded(key, owner.public_key)
         return reclaimed
 
     def sweep_full(self) -> int:
@@ -164,8 +172,19 @@ class Reaper:
             if owner is None:
                 self._warn_unparseable(key, known)
             elif not owners.alive(owner):
-                reclaimed += self.drain(key, owner.public_key)
+                reclaimed += self._drain_guarded(key, owner.public_key)
         return reclaimed
+
+    def _drain_guarded(self, private_key: str, public_key: str) -> int:
+        """One list's trouble must not cost the others their sweep: report and go on.
+        A Redis error ends the sweep, as every other list would fail the same way."""
+        try:
+            return self.drain(private_key, public_key)
+        except REDIS_ERRORS:
+            raise
+        except Exception as exc:
+            self.config.handle_exception(exc, {"context": f"reaper: draining {private_key}"})
+            return 0
 
     def _scan(self, pattern: str):
         return self.connection.client.scan_iter(match=pattern, count=SCAN_COUNT)
@@ -183,19 +202,42 @@ class Reaper:
         moves: once public, a fetcher parked in BLMOVE would take a pill at once.
 
         A crash between the check and the move leaves the job in the private list for
-        the next sweep (at worst counted twice); nothing is lost.
+        the next sweep (at worst counted twice); nothing is lost. A payload that is not
+        a job goes straight to `dead` with its bytes kept. Bounded by the list's length
+        when the drain began, so no entry can hold the sweep in a loop.
         """
         moved = 0
         client = self.connection.client
-        while True:
+        for _ in range(client.llen(private_key)):
             raw = client.lindex(private_key, -1)
             if raw is None:
                 break
             moved += 1
-            if poison.check_reclaimed(self.connection, self.config, raw, private_key):
+            if self._settle(private_key, raw):
                 continue
             # Not retried on a lost reply: a replay would move a second, unchecked job.
             if client.lmove(private_key, public_key, "RIGHT", "RIGHT") is None:
                 break  # another sweep drained it meanwhile
             logger.info("Recovered a job from %s to %s", private_key, public_key)
         return moved
+
+    def _settle(self, private_key: str, raw: bytes) -> bool:
+        """Deal with an entry that must not go back to its queue; True if it was taken."""
+        try:
+            job = decode_job(raw)
+        except InvalidJobError as exc:
+            self.config.handle_exception(exc, {"context": f"Invalid JSON in {private_key}; "
+                                                          f"moved to the dead set",
+                                               "jobstr": raw})
+            send_to_dead(self.connection, self.config, raw)
+            self.connection.client.lrem(private_key, -1, raw)
+            return True
+        try:
+            return poison.check_reclaimed(self.connection, self.config, raw, job, private_key)
+        except REDIS_ERRORS:
+            raise
+        except Exception as exc:
+            # A bug in the check must not strand the job: give it back unchecked.
+            self.config.handle_exception(exc, {"context": "reaper: poison check failed",
+                                               "jobstr": raw})
+            return False
