@@ -355,9 +355,18 @@ def test_pool_size_defaults_to_total_concurrency_plus_five(config):
 @pytest.mark.parametrize("packer", ["hiredis", "python"])
 def test_batches_reach_redis_byte_for_byte_with_either_packer(connection, redis_client,
                                                               monkeypatch, packer):
-    # The pure-Python packer is what runs where hiredis (the `fast` extra) is missing.
-    if packer == "python":
-        monkeypatch.setattr(wurk_redis, "_pack_command", wurk_redis._pack_python)
+    # hiredis is in the test extra, so both test venvs have it: where it is installed the
+    # module packs with it; the pure-Python packer runs where it is missing.
+    import hiredis
+    assert wurk_redis._pack_command is hiredis.pack_command, "hiredis is installed, not used"
+    chosen = {"hiredis": hiredis.pack_command, "python": wurk_redis._pack_python}[packer]
+    packed = []
+
+    def recording(command):
+        packed.append(command[0])
+        return chosen(command)
+
+    monkeypatch.setattr(wurk_redis, "_pack_command", recording)
     payload = '{"args":["é",1],"class":"A"}'.encode()
     link = connection.dedicated()
     try:
@@ -369,6 +378,7 @@ def test_batches_reach_redis_byte_for_byte_with_either_packer(connection, redis_
     assert replies[1] == [payload, "naïve".encode(), b"42", b"1.5", b"-7", b""]
     assert float(replies[2]) == 0.25
     assert redis_client.llen("k:list") == 6
+    assert packed == ["RPUSH", "LRANGE", "INCRBYFLOAT"]  # every command, by that packer
 
 
 def test_server_version_is_read(connection):
