@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping
 
 from .errors import ConfigurationError
 from .middleware import Chain
+from .outage import NoticeThrottle
 from .payload import TIMESTAMP_FORMATS, timestamp_clock
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
@@ -114,12 +115,24 @@ def _run_directly(run: Callable[[], Any]) -> Any:
     return run()
 
 
+JOB_FAILURE_CONTEXT = "Job raised exception"
+_notices: dict[str, NoticeThrottle] = {}
+
+
 def default_error_handler(exc: BaseException, context: dict, config: "Config") -> None:
-    """Log job failures at INFO; the traceback only when verbose or DEBUG is on."""
+    """Log job failures at INFO (retries book them; they are the job's business) and
+    everything else at WARNING, at most a few lines a minute per kind; the traceback
+    only when verbose or DEBUG is on."""
     summary = {k: v for k, v in context.items() if k not in ("job", "jobstr")}
     detailed = config.verbose or logger.isEnabledFor(logging.DEBUG)
-    logger.info("%s: %s %s", type(exc).__name__, exc, summary or "",
-                exc_info=exc if detailed else None)
+    kind = str(context.get("context", ""))
+    if kind == JOB_FAILURE_CONTEXT:
+        logger.info("%s: %s %s", type(exc).__name__, exc, summary or "",
+                    exc_info=exc if detailed else None)
+        return
+    throttle = _notices.get(kind) or _notices.setdefault(kind, NoticeThrottle())
+    throttle.warn("%s: %s %s", type(exc).__name__, exc, summary or "",
+                  exc_info=exc if detailed else None)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ from typing import Callable, Mapping
 from . import keys
 from .cron_schedule import normalize_expression, schedule_for, zone_for
 from .errors import ConfigurationError, JobArgumentError
+from .outage import OutageLog
 from .payload import check_args, dumps, loads
+from .redis import REDIS_ERRORS
 from .registry import REGISTRY
 from .task import task_class
 from .timer_loop import TimerLoop
@@ -214,8 +216,9 @@ class CronDriver:
         self.client = client
         self.is_leader = is_leader
         self.entries = configured_entries(config) if entries is None else entries
+        self._outage = OutageLog("cron", config)
         self._loop = TimerLoop("wurk-cron", config.cron_tick_s, self.tick,
-                               on_error=self._report)
+                               on_error=self._report, outage=self._outage)
 
     def start(self, *, register_loops: bool = True) -> bool:
         """Register this process's loops (idempotent) and start ticking."""
@@ -246,6 +249,8 @@ class CronDriver:
         for lid in lids:
             try:
                 self.run_loop(lid, now)
+            except REDIS_ERRORS:
+                raise  # every other loop would fail the same way: one outage report
             except Exception as exc:  # one failing loop never starves the others
                 self.config.handle_exception(exc, {"context": f"cron loop {lid}"})
 

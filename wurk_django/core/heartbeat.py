@@ -5,6 +5,7 @@ import time
 
 from . import keys
 from .identity import rss_kb
+from .outage import OutageLog
 from .payload import dumps
 from .redis import REDIS_ERRORS
 from .stats import flush_counters
@@ -29,7 +30,7 @@ class Heartbeat:
         self.identity = launcher.identity
         self._loop = TimerLoop("wurk-heartbeat", self.config.heartbeat_interval_s, self.beat)
         self._rtt_readings: list[int] = []
-        self._failing = False
+        self._outage = OutageLog("heartbeat", self.config, "heartbeat")
 
     def start(self) -> None:
         """Beat once now (so the process shows up at once), then every interval."""
@@ -42,6 +43,7 @@ class Heartbeat:
     def beat(self) -> None:
         """One beat; every failure is logged and the next beat tries again."""
         launcher = self.launcher
+        started = time.monotonic()
         try:
             flush_counters(self.connection, launcher.counters)
             launcher.metrics.flush(self.connection)
@@ -49,13 +51,9 @@ class Heartbeat:
             rtt_us = self._measure_rtt()
             existed, signal = self._write_identity(busy, rtt_us)
         except REDIS_ERRORS as exc:
-            if not self._failing:
-                self.config.handle_exception(exc, {"context": "heartbeat"})
-            self._failing = True
+            self._outage.failed(exc, since=started)
             return
-        if self._failing:
-            logger.info("Heartbeat recovered")
-            self._failing = False
+        self._outage.succeeded()
         if not existed:
             self.config.fire_event("heartbeat")
         self.config.fire_event("beat")

@@ -8,6 +8,7 @@ import time
 from typing import Callable
 
 from . import keys
+from .outage import OutageLog
 from .redis import REDIS_ERRORS
 from .timer_loop import TimerLoop
 
@@ -43,6 +44,7 @@ class Leader:
         self.generation = 0
         self._on_gain: list[Callable[[], None]] = []
         self._lock = threading.Lock()
+        self._outage = OutageLog("leader election", config, "leader election")
         self._loop = TimerLoop("wurk-leader", self._wait_s, self.campaign,
                                on_error=self._report, first_wait_s=INITIAL_WAIT_S)
 
@@ -68,13 +70,15 @@ class Leader:
         if not self.enabled:
             return False
         ttl_ms = max(int(self.config.leader_ttl_s * 1000), 1)
+        started = time.monotonic()
         try:
             token = int(self.connection.script("leader_campaign")(
                 keys=[keys.LEADER, keys.LEADER_TOKEN],
                 args=[self.identity, ttl_ms, "1" if self.held else "0"]))
         except REDIS_ERRORS as exc:
-            self._report(exc)  # state unchanged; the next round tries again
+            self._outage.failed(exc, since=started)  # state unchanged; next round retries
             return self.held
+        self._outage.succeeded()
         with self._lock:
             if not token:
                 if self.held:

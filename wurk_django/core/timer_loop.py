@@ -2,7 +2,11 @@
 
 import logging
 import threading
+import time
 from typing import Callable
+
+from .outage import OutageLog
+from .redis import REDIS_ERRORS
 
 logger = logging.getLogger("wurk")
 
@@ -20,8 +24,11 @@ class TimerLoop:
 
     def __init__(self, name: str, interval_s: float | Callable[[], float],
                  tick: Callable[[], None], on_error: Callable[[BaseException], None] | None = None,
-                 first_wait_s: float | Callable[[], float] | None = None):
+                 first_wait_s: float | Callable[[], float] | None = None,
+                 outage: OutageLog | None = None):
         self.name = name
+        # Redis errors go here (once per outage, then a summary) instead of `on_error`.
+        self._outage = outage
         self._interval = interval_s
         self._first_wait = first_wait_s
         self._tick = tick
@@ -53,15 +60,30 @@ class TimerLoop:
         if self._done.wait(self._seconds(first)):
             return
         while not self._done.is_set():
-            try:
-                self._tick()
-            except Exception as exc:  # a raising tick must not end the loop
-                if self._on_error is not None:
-                    self._on_error(exc)
-                else:
-                    logger.exception("%s tick failed", self.name)
+            self._run_tick()
             if self._done.wait(self._seconds(self._interval)):
                 return
+
+    def _run_tick(self) -> None:
+        started = time.monotonic()
+        try:
+            self._tick()
+        except REDIS_ERRORS as exc:
+            if self._outage is None:
+                self._report(exc)
+            else:
+                self._outage.failed(exc, since=started)
+        except Exception as exc:  # a raising tick must not end the loop
+            self._report(exc)
+        else:
+            if self._outage is not None:
+                self._outage.succeeded()
+
+    def _report(self, exc: BaseException) -> None:
+        if self._on_error is not None:
+            self._on_error(exc)
+        else:
+            logger.exception("%s tick failed", self.name)
 
     def reset(self) -> None:
         """Clear the terminated flag so the loop may run again (start() does this too)."""
