@@ -1,14 +1,16 @@
 """`manage.py wurk_worker` as users run it: flags, banner, errors, the ORM from threads."""
 
 import json
+import re
 import signal
 import subprocess
 import sys
+from datetime import datetime
 
 import pytest
 
 from tests.djangoapp.models import Order
-from tests.djangoapp.tasks import mark_order
+from tests.djangoapp.tasks import mark_order, take_time
 from tests.support.workers import ROOT, wait_until, worker_env
 from wurk_django.core import keys
 from wurk_django.core.config import set_default_config
@@ -69,15 +71,27 @@ def test_flags_override_settings_and_the_banner_says_so(start_django_worker, red
     assert worker.wait(15) == 0
 
 
-def test_json_log_format_carries_jid_and_class(start_django_worker, redis_client):
+def test_json_log_format_carries_jid_class_and_elapsed(start_django_worker, redis_client):
     order = Order.objects.create(number=1)
     jid = mark_order.perform_async(order.id, "json")
+    timed = take_time.perform_async(0.25)
     worker = start_django_worker("-q", "django", "--log-format", "json")
-    wait_until(lambda: '"msg": "done"' in worker.log(), 20, message="a JSON done line")
+    wait_until(lambda: worker.log().count('"msg": "done"') == 2, 20, message="two done lines")
     lines = [json.loads(line) for line in worker.log().splitlines() if line.startswith("{")]
-    done = next(line for line in lines if line["msg"] == "done")
-    assert done["ctx"]["jid"] == jid and done["ctx"]["class"] == mark_order.name
-    assert float(done["ctx"]["elapsed"]) >= 0
+    by_job = {(line["ctx"].get("jid"), line["msg"]): line for line in lines}
+    done = by_job[jid, "done"]
+    assert done["ctx"]["class"] == mark_order.name
+    # The elapsed time is the job's run in seconds, to the millisecond as Sidekiq rounds
+    # it: at least the 0.25 s the job sleeps, and no more than its own start and done
+    # lines are apart (their stamps are cut to the millisecond, the elapsed is rounded).
+    start, done = by_job[timed, "start"], by_job[timed, "done"]
+    assert re.fullmatch(r"\d+\.\d{3}", done["ctx"]["elapsed"]), done
+    between_s = (stamp(done) - stamp(start)).total_seconds()
+    assert 0.25 <= float(done["ctx"]["elapsed"]) <= between_s + 0.002, (start, done)
+
+
+def stamp(line: dict) -> datetime:
+    return datetime.strptime(line["ts"], "%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @pytest.mark.parametrize("args,message", [
