@@ -143,6 +143,25 @@ def test_queue_name_must_be_one_of_the_backends_queues():
         tasks.add.using(queue_name="elsewhere")
 
 
+@pytest.mark.parametrize("use_tz", [True, False])
+def test_run_after_must_be_a_datetime_as_djangos_api_says(settings, redis_client, use_tz):
+    settings.USE_TZ = use_tz
+    with pytest.raises(InvalidTask, match=r"run_after must be a datetime.*got timedelta"):
+        tasks.add.using(run_after=timedelta(minutes=5)).enqueue(1, 2)
+    assert redis_client.zcard(keys.SCHEDULE) == 0
+
+
+def test_a_naive_run_after_is_taken_in_local_time_without_use_tz(settings, redis_client):
+    settings.USE_TZ = False
+    when = timezone.now() + timedelta(minutes=5)  # naive, in TIME_ZONE
+    result = tasks.add.using(run_after=when).enqueue(1, 2)
+    [(member, score)] = redis_client.zrange(keys.SCHEDULE, 0, -1, withscores=True)
+    assert json.loads(member)["jid"] == result.id
+    assert score == pytest.approx(when.timestamp(), abs=0.001)
+    assert tasks.add.get_result(result.id).task.run_after == when.replace(
+        microsecond=when.microsecond // 1000 * 1000)
+
+
 def test_priority_is_validated_and_stored_but_orders_nothing(redis_client):
     result = tasks.add.using(priority=10).enqueue(1, 2)
     [job] = queued(redis_client)
@@ -275,6 +294,22 @@ def test_queue_name_routes_to_that_wurk_queue(redis_client, start_django_worker)
     assert finished(by_decorator).return_value == {"name": "q3", "pages": 1}
     assert finished(by_using).return_value == 2
     assert by_using.task.queue_name == tasks.add.get_result(by_using.id).task.queue_name
+
+
+@pytest.mark.slow
+def test_a_worker_without_q_serves_the_queues_of_the_task_backends(start_django_worker):
+    # WURK["QUEUES"] is ["default"]; "reports" is only in TASKS["default"]["QUEUES"].
+    result = tasks.report.enqueue("by default")
+    worker = start_django_worker()
+    assert finished(result).return_value == {"name": "by default", "pages": 1}
+    assert "also serving the django.tasks queue(s) 'reports' (TASKS['default'])" in worker.log()
+
+
+@pytest.mark.slow
+def test_a_worker_told_its_queues_names_the_task_queues_it_leaves_out(start_django_worker):
+    worker = start_django_worker("-q", "default")
+    worker.wait_for_log("not serving the django.tasks queue(s) 'reports' (TASKS['default'])")
+    assert "add -q reports" in worker.log()
 
 
 @pytest.mark.slow

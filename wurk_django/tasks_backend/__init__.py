@@ -8,8 +8,8 @@
 
 Works with Django 6's `django.tasks` and, on Django 5.2, the `django-tasks` backport
 (`django_tasks`); `compat` picks whichever is installed, preferring `django.tasks`.
-Start workers with `manage.py wurk_worker -q default -q reports` (each Django queue is
-a Wurk queue of the same name).
+Each Django queue is a Wurk queue of the same name; `manage.py wurk_worker` without
+`-q` serves them besides WURK["QUEUES"] (wurk_django.task_queues).
 
 OPTIONS (all optional):
     RESULT_TTL     seconds a result is kept after its last change (default
@@ -23,7 +23,7 @@ OPTIONS (all optional):
     TRANSACTIONAL  inside `atomic()`, push at commit and drop on rollback, as every
                    Wurk push (default WURK["TRANSACTIONAL"], True); or a database alias.
 
-Wire envelope (core semantics §15), one Sidekiq-compatible job per enqueue:
+Wire envelope, one Sidekiq-compatible job per enqueue:
 
     {"class": "wurk_django.tasks_backend.TaskWrapper",
      "wrapped": "<task.module_path>", "display_class": "<task.module_path>",
@@ -31,7 +31,8 @@ Wire envelope (core semantics §15), one Sidekiq-compatible job per enqueue:
      "args": [{"task": "<task.module_path>", "args": [...], "kwargs": {...},
                "backend": "<TASKS alias>", "queue_name": "...", "priority": 0}]}
 
-`run_after` becomes the push's `at`, so the job waits in `schedule` with that score.
+`run_after` (a datetime, as Django's API has it; anything else is refused with
+InvalidTask) becomes the push's `at`, so the job waits in `schedule` with that score.
 Arguments follow Django's rules (its normalize_json), then must survive JSON.
 
 Result record: JSON at `wurk:task-result:<jid>` (core.keys.task_result), every write

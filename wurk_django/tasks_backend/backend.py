@@ -2,6 +2,7 @@
 
 import time
 from collections.abc import Mapping
+from datetime import datetime
 
 from .. import conf
 from ..core.client import Client
@@ -9,7 +10,7 @@ from ..core.config import get_default_config
 from ..core.payload import dumps, loads, new_jid, now_ms, scheduled_at
 from ..core.redis import REDIS_ERRORS, connection_for
 from . import results
-from .compat import (BaseTaskBackend, InvalidTaskBackend, TaskResultDoesNotExist,
+from .compat import (BaseTaskBackend, InvalidTask, InvalidTaskBackend, TaskResultDoesNotExist,
                      normalize_json, task_enqueued)
 from .wrapper import TaskWrapper
 
@@ -79,6 +80,16 @@ class WurkBackend(BaseTaskBackend):
 
     def store(self) -> results.ResultStore:
         return results.ResultStore(connection_for(get_default_config()), self.result_ttl_s)
+
+    def validate_task(self, task):
+        # Task.using() takes any run_after, and Django's own check then fails on anything
+        # but a datetime with an AttributeError from is_aware() (USE_TZ) or later here.
+        run_after = task.run_after
+        if run_after is not None and not isinstance(run_after, datetime):
+            raise InvalidTask(f"run_after must be a datetime, such as timezone.now() + "
+                              f"timedelta(minutes=5); got {type(run_after).__name__} "
+                              f"{run_after!r}")
+        super().validate_task(task)
 
     def enqueue(self, task, args, kwargs):
         if self.problems:

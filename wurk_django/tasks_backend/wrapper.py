@@ -13,8 +13,8 @@ WIRE_NAME = "wurk_django.tasks_backend.TaskWrapper"
 
 
 def retry_window_s(count: int) -> int:
-    """The longest a retry booked after failure `count` waits: backoff plus top jitter
-    (core semantics §8.4), so the result outlives the wait for the retry."""
+    """The longest a retry booked after failure `count` waits: backoff plus the top of
+    Sidekiq's jitter, `10 * (count + 1)` s, so the result outlives the wait for the retry."""
     return base_delay(count) + 10 * (count + 1)
 
 

@@ -10,6 +10,7 @@ from wurk_django.core import runner
 from wurk_django.core.config import set_default_config
 from wurk_django.core.errors import WurkError
 from wurk_django.core.joblog import configure_logging
+from wurk_django.task_queues import serve_task_queues
 
 LOG_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
 
@@ -53,6 +54,7 @@ class Command(BaseCommand):
         configure_logging(LOG_LEVELS.get(options["verbosity"], logging.INFO),
                           options["log_format"] or wurk.get("LOG_FORMAT", "text"),
                           options["logfile"])
+        config = serve_task_queues(config, explicit=bool(options["queue"]))
         set_default_config(config)
         processes = options["processes"] or wurk.get("PROCESSES", 1)
         max_memory_mb = options["max_memory_mb"] or wurk.get("MAX_MEMORY_MB")
