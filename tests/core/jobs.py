@@ -137,3 +137,9 @@ def ignore_term_and_sleep(seconds, marker):
     libc.signal(signal.SIGTERM, 1)  # SIG_IGN
     results().rpush("test:started", json.dumps([marker, os.getpid()]))
     time.sleep(seconds)
+
+
+@wurk_task
+def sleep_quietly(seconds):
+    """Touches no Redis, so it finishes normally while Redis is stopped."""
+    time.sleep(seconds)

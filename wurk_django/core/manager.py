@@ -6,7 +6,6 @@ import time
 
 from .fetch import fetcher_for
 from .joblog import JobLogger
-from .outage import OutageLog
 from .processor import Processor
 from .retry import JobRetry
 
@@ -29,10 +28,6 @@ class Manager:
         self.job_logger = JobLogger(config)
         self.retrier = JobRetry(config, connection)
         self.fetcher = fetcher_for(config, capsule, connection)
-        # Shared by the capsule's threads: one report per outage, not one per thread.
-        self.fetch_outage = OutageLog(f"fetch ({capsule.name})", config, "Error fetching job")
-        self.ack_outage = OutageLog(f"ack ({capsule.name})", config,
-                                    "Error acknowledging jobs (kept for the next round trip)")
         self.done = threading.Event()
         self.force = threading.Event()  # a second Ctrl-C: stop waiting for jobs
         self.processors = [Processor(self, index) for index in range(capsule.concurrency)]

@@ -63,7 +63,6 @@ class Processor:
         except REDIS_ERRORS as exc:
             self._fetch_failed(exc, started)
             return None
-        self.manager.fetch_outage.succeeded()
         self._backoff_s = 0.0
         if unit is not None and self.done.is_set():
             # Fetched while quieting: give it straight back so another process runs it.
@@ -72,7 +71,7 @@ class Processor:
         return unit
 
     def _fetch_failed(self, exc: BaseException, started: float) -> None:
-        self.manager.fetch_outage.failed(exc, since=started)
+        self.fetcher.outage.failed(exc, since=started)
         # Back off 1 s, 2 s, 4 s... up to 5 s, waking at once if the process stops.
         self._backoff_s = min(max(self._backoff_s * 2, 1.0), FETCH_BACKOFF_MAX_S)
         self.done.wait(self._backoff_s)
@@ -131,11 +130,8 @@ class Processor:
     def _acknowledge(self, unit) -> None:
         try:
             unit.acknowledge()
-        except REDIS_ERRORS as exc:
-            # The fetcher keeps the ack and sends it with its next round trip.
-            self.manager.ack_outage.failed(exc)
-        else:
-            self.manager.ack_outage.succeeded()
+        except REDIS_ERRORS:
+            pass  # the fetcher reported it and sends the ack with its next round trip
 
     def _dispatch(self, job: dict, raw: bytes, queue: str):
         manager = self.manager

@@ -4,6 +4,7 @@ import random
 from abc import ABC, abstractmethod
 
 from .. import keys
+from ..outage import OutageLog
 
 BLOCK_TIMEOUT_S = 2
 
@@ -38,6 +39,11 @@ class Fetcher(ABC):
         self.config = config
         self.capsule = capsule
         self.connection = connection
+        # Only the fetcher knows when Redis really answered (a thread waiting for a
+        # hand-over did not talk to it), so it owns the outage reports of its capsule.
+        self.outage = OutageLog(f"fetch ({capsule.name})", config, "Error fetching job")
+        self.ack_outage = OutageLog(f"ack ({capsule.name})", config,
+                                    "Error acknowledging jobs (kept for the next round trip)")
 
     @abstractmethod
     def retrieve_work(self) -> UnitOfWork | None:

@@ -27,6 +27,7 @@ class BasicFetch(Fetcher):
 
     def retrieve_work(self) -> BasicUnit | None:
         reply = self.connection.client.brpop(self.queue_keys(), timeout=BLOCK_TIMEOUT_S)
+        self.outage.succeeded()
         if reply is None:
             return None
         key, job = reply

@@ -126,14 +126,17 @@ class ReliableFetch(Fetcher):
     def _send_acks(self, units: list[ReliableUnit]) -> None:
         if not units:
             return
+        started = time.monotonic()
         try:
             pipe = self.connection.pipeline()
             for command in ack_commands(units):
                 pipe.execute_command(*command)
             pipe.execute()
-        except Exception:
+        except Exception as exc:
             self._give_back_acks(units)
+            self.ack_outage.failed(exc, since=started)
             raise
+        self.ack_outage.succeeded()
 
     def flush_acks(self) -> None:
         """Send every held ack now (quiet, stop, shutdown); errors propagate."""
@@ -179,6 +182,8 @@ class ReliableFetch(Fetcher):
             with self._lock:
                 want = min(self._waiting + 1, MAX_BATCH)
             units = self._fetch(want)
+            self.outage.succeeded()
+            self.ack_outage.succeeded()  # held acks rode along
         finally:
             self._parked = False
             self._fetch_lock.release()
