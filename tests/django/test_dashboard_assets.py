@@ -107,16 +107,39 @@ STATUSES = [200, 204, 206, 301, 302, 304, 400, 403, 404, 405, 416, 500]
 KINDS = {HASHED: IMMUTABLE, STABLE: NO_CACHE, SHELL: NO_CACHE, API: "no-store"}
 
 
-@pytest.mark.parametrize("existing", [None, "private, max-age=5"])
-@pytest.mark.parametrize("kind", list(KINDS))
-@pytest.mark.parametrize("status", STATUSES)
-@pytest.mark.parametrize("method", METHODS)
-def test_cache_control_truth_table(method, status, kind, existing):
-    value = cache_control_for(method, status, kind, existing)
-    if method in ("GET", "HEAD") and status in (200, 206, 304) and existing is None:
-        assert value == KINDS[kind]
-    else:
-        assert value is None
+CACHEABLE = [(method, status) for method in ("GET", "HEAD") for status in (200, 206, 304)]
+
+# One test per rule, each walking every combination it covers (7 methods x 12 statuses
+# x 4 kinds x with or without a value already set: 672 in all) and naming those it gets
+# wrong: the rules are checked in full without counting as 672 tests.
+
+
+def check_every(combinations, expected) -> None:
+    wrong = [f"cache_control_for{args!r} = {got!r}, expected {want!r}"
+             for args in combinations
+             if (got := cache_control_for(*args)) != (want := expected(*args))]
+    assert not wrong, f"{len(wrong)} of {len(combinations)} wrong:\n" + "\n".join(wrong)
+
+
+def test_get_and_head_answered_200_206_or_304_get_their_kinds_value():
+    combinations = [(method, status, kind, None) for method, status in CACHEABLE
+                    for kind in KINDS]
+    assert len(combinations) == 24
+    check_every(combinations, lambda method, status, kind, _: KINDS[kind])
+
+
+def test_every_other_method_and_status_gets_no_directive():
+    combinations = [(method, status, kind, None) for method in METHODS for status in STATUSES
+                    for kind in KINDS if (method, status) not in CACHEABLE]
+    assert len(combinations) == 7 * 12 * 4 - 24
+    check_every(combinations, lambda *_: None)
+
+
+def test_a_value_already_set_is_never_replaced():
+    combinations = [(method, status, kind, "private, max-age=5") for method in METHODS
+                    for status in STATUSES for kind in KINDS]
+    assert len(combinations) == 7 * 12 * 4
+    check_every(combinations, lambda *_: None)
 
 
 # --- rows 1-10: bundle files ------------------------------------------------------
