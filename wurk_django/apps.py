@@ -14,9 +14,11 @@ class WurkConfig(AppConfig):
         from . import checks  # noqa: F401  (registers the system checks)
         from .conf import build_config
         from .core.config import set_default_config_factory
+        from .core.registry import DJANGO_IMPORT_HINT, REGISTRY
 
         # Settings are read on first use (a push, a worker), never here at start-up.
         set_default_config_factory(build_config)
+        REGISTRY.import_hint = DJANGO_IMPORT_HINT
         autodiscover_modules("tasks")
         from .embedded import start_if_serving
         start_if_serving()  # WURK["EMBEDDED"]: only in web-serving processes, once

@@ -5,6 +5,15 @@ import threading
 
 from .errors import DuplicateTaskError, UnknownTaskError
 
+# How to get a task registered depends on how the process loads task modules, so each
+# entry point sets the hint that fits it (Registry.import_hint).
+IMPORT_HINT = "import the module that defines it in this process before the job runs"
+CLI_IMPORT_HINT = ("start the worker with --require MODULE for the module that defines it "
+                   "(python -m wurk_django.core --require myapp.tasks)")
+DJANGO_IMPORT_HINT = ("a Django worker (manage.py wurk_worker) imports the tasks.py module of "
+                      "every installed app: define the task in one, or import its module "
+                      "from one")
+
 
 class Registry:
     """Maps wire names to task classes; imports a dotted module on demand."""
@@ -12,6 +21,7 @@ class Registry:
     def __init__(self):
         self._tasks: dict[str, type] = {}
         self._lock = threading.Lock()
+        self.import_hint = IMPORT_HINT
 
     def register(self, name: str, task: type) -> None:
         with self._lock:
@@ -38,8 +48,7 @@ class Registry:
         task = self.find(name)
         if task is None:
             raise UnknownTaskError(
-                f"no task named {name!r} is registered in this process; import the module "
-                f"that defines it (worker --require, or a tasks.py in an installed app)")
+                f"no task named {name!r} is registered in this process; {self.import_hint}")
         return task
 
     def names(self) -> list[str]:
