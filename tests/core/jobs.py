@@ -85,9 +85,9 @@ _held_memory: list = []
 
 
 class Tally(Job):
-    """Counts runs: every jid in the set `test:jids`, every run in `test:runs`, so
-    distinct jids and duplicate runs can be told apart. Records at the end of the run,
-    as a real side effect would happen."""
+    """Counts runs: every jid in the set `test:jids`, every run in `test:runs` and, as
+    "jid pid", in `test:ran`, so distinct jids, duplicate runs and the processes that ran
+    them can be told apart. Records at the end of the run, as a real side effect would."""
 
     wurk_options = {"queue": "default"}
 
@@ -97,6 +97,7 @@ class Tally(Job):
         pipe = results().pipeline(transaction=False)
         pipe.sadd("test:jids", self.jid)
         pipe.incr("test:runs")
+        pipe.rpush("test:ran", f"{self.jid} {os.getpid()}")
         pipe.execute()
 
 

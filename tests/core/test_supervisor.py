@@ -49,8 +49,8 @@ def swarm(start_worker):
     """Start a supervisor; at teardown stop it and SIGKILL any child it leaves behind."""
     started = []
 
-    def start(*args):
-        worker = start_worker(*args)
+    def start(*args, **options):
+        worker = start_worker(*args, **options)
         started.append(worker)
         return worker
 
@@ -101,6 +101,39 @@ def test_a_crashed_child_is_restarted_in_its_slot_and_serves(config, swarm, redi
         pids = {json.loads(item)[1] for item in redis_client.lrange("test:pids", 0, -1)}
         return newcomer in pids
     wait_until(newcomer_ran_one, 15, 0.2, "a job run by the restarted child")
+
+
+def restarts(log: str, slot: str) -> list[str]:
+    """How the supervisor scheduled each restart of `slot`: "now" or a delay in seconds."""
+    return [m[2] or m[1] for m in re.finditer(rf"Restarting slot {slot} (now|in (\d+) s)", log)]
+
+
+def test_a_child_dying_at_boot_is_backed_off_and_one_killed_serving_is_not(
+        config, swarm, redis_client):
+    # Boots 1-3 exit before registering (both first children and one retry), and so does
+    # boot 6, the replacement of the child this test kills.
+    worker = swarm("-p", "2", "-c", "2", "--require", "tests.core.crash_at_boot", *FAST,
+                   env={"WURK_TEST_BOOT_CRASHES": "1,2,3,6"})
+    wait_for_children(redis_client, worker.pid, 2)
+    assert int(redis_client.get("test:boots")) == 5
+    worker.wait_for_log("Restarting slot 0 in ")
+    worker.wait_for_log("Restarting slot 1 in ")
+    by_slot = {slot: restarts(worker.log(), slot) for slot in "01"}
+    assert sorted(by_slot.values()) == [["1"], ["1", "2"]]  # doubling while it cannot boot
+    [looped] = [slot for slot, delays in by_slot.items() if delays == ["1", "2"]]
+    victim = int(re.findall(rf"Started worker process (\d+) in slot {looped}", worker.log())[-1])
+    assert victim in registered_children(redis_client, worker.pid)
+    _kill(victim, signal.SIGKILL)
+
+    def replaced():
+        kids = registered_children(redis_client, worker.pid)
+        return len(kids) == 2 and victim not in kids
+    wait_until(replaced, 20, 0.05, "the killed child replaced")
+    assert int(redis_client.get("test:boots")) == 7
+    wait_until(lambda: len(restarts(worker.log(), looped)) == 4, 5, 0.05, "the log lines")
+    # It was serving: replaced at once; its replacement died booting and was backed off
+    # from 1 s again, since serving had proved the slot could boot.
+    assert restarts(worker.log(), looped) == ["1", "2", "now", "1"]
 
 
 def test_term_stops_every_child_and_sigkills_a_straggler(config, swarm, redis_client):

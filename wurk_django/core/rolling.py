@@ -1,8 +1,9 @@
 """Rolling restart: replace a supervisor's children one at a time (ent §7.3).
 
 A non-blocking state machine advanced one phase per supervisor tick: fork the
-replacement, wait for its first heartbeat, TERM the old child, wait for it to exit,
-then the next slot. At least N-1 children keep serving throughout.
+replacement, wait until it is serving (its first heartbeat, reported on its readiness
+pipe), TERM the old child, wait for it to exit, then the next slot. At least N-1
+children keep serving throughout.
 """
 
 import logging
@@ -23,6 +24,7 @@ class RollingRestart:
         self.phase: str | None = None
         self.old_pid: int | None = None
         self.new_pid: int | None = None
+        self.old_ready = False
         self.since = 0.0
         self.killed = False
 
@@ -50,7 +52,7 @@ class RollingRestart:
             slot = self.queue.pop(0)
             if slot.pid is None:
                 continue  # already dead: the normal respawn replaces it
-            self.slot, self.old_pid = slot, slot.pid
+            self.slot, self.old_pid, self.old_ready = slot, slot.pid, slot.ready
             slot.old_pids.append(slot.pid)
             slot.pid = None
             self.new_pid = self.supervisor.fork(slot)
@@ -66,7 +68,7 @@ class RollingRestart:
             self._keep_old(f"replacement {self.new_pid} died before its first heartbeat")
             return
         waited = time.monotonic() - self.since
-        if not self.supervisor.heartbeat_seen(self.new_pid):
+        if not slot.ready:
             if waited < HEARTBEAT_WAIT_S:
                 return
             logger.warning("No heartbeat from %d after %.0f s; replacing %d anyway",
@@ -96,7 +98,7 @@ class RollingRestart:
         if slot.pid is not None and slot.pid != self.old_pid:
             slot.old_pids.append(slot.pid)  # a replacement that lives on is stopped below
             _signal(slot.pid, signal.SIGTERM)
-        slot.pid = self.old_pid
+        slot.pid, slot.ready = self.old_pid, self.old_ready
         self._finish()
 
     def _finish(self) -> None:

@@ -1,23 +1,24 @@
 """`--processes N`: a parent that forks N full workers and keeps them running (ent §7.2).
 
 The parent never fetches. It forks after the application is imported, so children
-share its memory copy-on-write; it restarts a child that dies, relays quiet and stop,
-replaces children one at a time on USR1 or when one outgrows `max_memory_mb`, and
-SIGKILLs a child still alive `timeout + 5 s` after a stop.
+share its memory copy-on-write; it restarts a child that dies (at once if it had been
+serving, with back-off if it died booting), relays quiet and stop, replaces children one
+at a time on USR1 or when one outgrows `max_memory_mb`, and SIGKILLs a child still alive
+`timeout + 5 s` after a stop.
 """
 
 import ctypes
 import logging
 import os
+import select
 import signal
 import threading
 import time
 from dataclasses import dataclass, field
 
-from . import keys
-from .identity import hostname, process_nonce
+from .identity import process_nonce
 from .joblog import stop_logging
-from .redis import REDIS_ERRORS, close_connections, connection_for
+from .redis import close_connections
 from .rolling import RollingRestart
 
 logger = logging.getLogger("wurk")
@@ -25,7 +26,6 @@ logger = logging.getLogger("wurk")
 TICK_S = 0.2
 BACKOFF_START_S = 1.0
 BACKOFF_MAX_S = 30.0
-LONG_LIVED_S = 30.0
 SHUTDOWN_GRACE_S = 5.0
 MEMORY_CHECK_INTERVAL_S = 10.0
 ORPHAN_CHECK_INTERVAL_S = 5.0
@@ -33,12 +33,15 @@ RELAY_INTERVAL_S = 1.0
 PR_SET_PDEATHSIG = 1
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGTSTP, signal.SIGUSR1,
                    signal.SIGUSR2, signal.SIGTTIN)
+# SIGCHLD only wakes the loop, so a dead child is replaced now rather than a tick later.
+BLOCKED_AT_FORK = (*HANDLED_SIGNALS, signal.SIGCHLD)
 
 
 @dataclass
 class Slot:
     index: int
     pid: int | None = None
+    ready: bool = False  # the current child has registered, so it fetches (see fork())
     started: float = 0.0
     backoff_s: float = BACKOFF_START_S
     restart_at: float = 0.0
@@ -62,6 +65,7 @@ class Supervisor:
         self.rolling = RollingRestart(self)
         self._read_fd, self._write_fd = os.pipe()
         os.set_blocking(self._write_fd, False)
+        self._ready_fds: dict[int, int] = {}  # child pid -> read end of its readiness pipe
         self._last_memory_check = time.monotonic()
 
     # --- signals ------------------------------------------------------------------
@@ -69,19 +73,50 @@ class Supervisor:
     def _install_signals(self) -> None:
         for number in HANDLED_SIGNALS:
             signal.signal(number, self._on_signal)
+        signal.signal(signal.SIGCHLD, self._wake)
 
     def _on_signal(self, number, frame) -> None:
         self.pending.append(signal.Signals(number).name[3:])
+        self._wake(number, frame)
+
+    def _wake(self, number, frame) -> None:
         try:
             os.write(self._write_fd, b"!")
         except BlockingIOError:
             pass
 
     def _wait_tick(self) -> None:
-        import select
-        ready, _, _ = select.select([self._read_fd], [], [], TICK_S)
-        if ready:
+        """Sleep up to a tick; a signal, a child's exit or a child's readiness ends it."""
+        pipes = dict(self._ready_fds)
+        ready, _, _ = select.select([self._read_fd, *pipes.values()], [], [], TICK_S)
+        if self._read_fd in ready:
             os.read(self._read_fd, 4096)
+        for pid, fd in pipes.items():
+            if fd in ready:
+                self._read_readiness(pid)
+
+    def _read_readiness(self, pid: int) -> None:
+        """Take what child `pid` wrote on its readiness pipe (nothing, a byte, or EOF)."""
+        fd = self._ready_fds.get(pid)
+        if fd is None:
+            return
+        try:
+            data = os.read(fd, 64)
+        except BlockingIOError:
+            return
+        if not data:  # EOF: the child is gone; reap() tells how
+            self._close_readiness(pid)
+            return
+        for slot in self.slots:
+            if slot.pid == pid and not slot.ready:
+                slot.ready = True
+                slot.backoff_s = BACKOFF_START_S  # it booted: a later death is no boot loop
+                logger.info("Worker process %d (slot %d) is serving", pid, slot.index)
+
+    def _close_readiness(self, pid: int) -> None:
+        fd = self._ready_fds.pop(pid, None)
+        if fd is not None:
+            os.close(fd)
 
     # --- main loop ---------------------------------------------------------------------
 
@@ -136,40 +171,58 @@ class Supervisor:
     # --- forking ------------------------------------------------------------------------
 
     def fork(self, slot: Slot) -> int | None:
-        """Start a child in `slot`; a failed fork re-arms the slot's back-off."""
+        """Start a child in `slot`; a failed fork re-arms the slot's back-off.
+
+        Each child gets a readiness pipe and writes one byte on it when its first
+        heartbeat has registered it: the launcher does that at the top of the same call
+        that starts the fetching threads, so it is the earliest sign that the child got
+        through its boot (Redis reachable, startup hooks passed). It costs the parent no
+        Redis query, and the pipe's EOF also tells it at once that the child is gone.
+        """
         close_connections()  # children must open their own sockets
         for hook in self.before_fork:
             hook()
         parent = os.getpid()
+        ready_read, ready_write = os.pipe()
         # Signals stay blocked across fork(): the child must not run the parent's handler
         # (its pipe is about to close), and it unblocks them only once the worker has
         # installed its own (runner.SignalPipe.install), so none is lost meanwhile.
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED_SIGNALS)
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, BLOCKED_AT_FORK)
         try:
             pid = os.fork()
         except OSError as exc:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+            os.close(ready_read)
+            os.close(ready_write)
             logger.error("fork() failed for worker slot %d: %s", slot.index, exc)
-            self._schedule_restart(slot)
+            self._schedule_restart(slot, was_ready=False)
             return None
         if pid == 0:
-            self._become_child(parent)
+            self._become_child(parent, ready_write)
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-        slot.pid, slot.started = pid, time.monotonic()
+        os.close(ready_write)
+        os.set_blocking(ready_read, False)
+        self._ready_fds[pid] = ready_read
+        slot.pid, slot.ready, slot.started = pid, False, time.monotonic()
         logger.info("Started worker process %d in slot %d", pid, slot.index)
         return pid
 
-    def _become_child(self, parent: int) -> None:
+    def _become_child(self, parent: int, ready_fd: int) -> None:
         """Runs in the child: never returns."""
         status = 1
         try:
-            os.close(self._read_fd)
-            os.close(self._write_fd)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGCHLD])
+            for fd in (self._read_fd, self._write_fd, *self._ready_fds.values()):
+                os.close(fd)
             for number in HANDLED_SIGNALS:
                 signal.signal(number, signal.SIG_DFL)
             signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # rolling restarts are the parent's
             _die_with_parent(parent)
-            status = self.child_main(self.config, self.quiet) or 0
+            os.set_blocking(ready_fd, False)
+            config = self.config.replace()  # a copy: the parent's config takes no hooks
+            config.on("heartbeat", lambda: _say_ready(ready_fd))
+            status = self.child_main(config, self.quiet) or 0
         except BaseException:
             logger.exception("Worker process %d failed", os.getpid())
         finally:
@@ -189,30 +242,43 @@ class Supervisor:
                     logger.info("Replaced worker process %d (slot %d) exited with %s", pid,
                                 slot.index, status)
             if slot.pid and (status := self._exited(slot.pid)) is not None:
-                lived = time.monotonic() - slot.started
                 logger.warning("Worker process %d (slot %d) exited with %s after %.1f s",
-                               slot.pid, slot.index, status, lived)
-                slot.pid = None
-                if lived > LONG_LIVED_S:
-                    slot.backoff_s = BACKOFF_START_S
-                self._schedule_restart(slot)
+                               slot.pid, slot.index, status, time.monotonic() - slot.started)
+                was_ready, slot.pid, slot.ready = slot.ready, None, False
+                self._schedule_restart(slot, was_ready)
 
-    @staticmethod
-    def _exited(pid: int) -> str | None:
-        """Reap one known pid (never -1); a description of how it ended, or None."""
+    def _exited(self, pid: int) -> str | None:
+        """Reap one known pid (never -1); a description of how it ended, or None.
+
+        Its readiness pipe is read first (a child may register and die within one tick)
+        and then closed.
+        """
         try:
             reaped, status = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
-            return "an unknown status (already reaped)"
+            reaped, status = pid, None
         if reaped == 0:
             return None
+        self._read_readiness(pid)
+        self._close_readiness(pid)
+        if status is None:
+            return "an unknown status (already reaped)"
         if os.WIFSIGNALED(status):
             return f"signal {signal.Signals(os.WTERMSIG(status)).name}"
         return f"exit status {os.WEXITSTATUS(status)}"
 
-    def _schedule_restart(self, slot: Slot) -> None:
+    def _schedule_restart(self, slot: Slot, was_ready: bool) -> None:
+        """A child that died serving (killed, OOM, a crash mid-job) is replaced at once:
+        every moment without it is lost capacity, and back-off would leave no child at
+        all under repeated kills. Only one that died booting is backed off, 1 s doubling
+        to 30 s, since its replacement would most likely die the same way."""
+        if was_ready:
+            slot.backoff_s, slot.restart_at = BACKOFF_START_S, 0.0
+            logger.info("Restarting slot %d now", slot.index)
+            return
         slot.restart_at = time.monotonic() + slot.backoff_s
-        logger.info("Restarting slot %d in %.0f s", slot.index, slot.backoff_s)
+        logger.info("Restarting slot %d in %.0f s (it died before it was serving)",
+                    slot.index, slot.backoff_s)
         slot.backoff_s = min(slot.backoff_s * 2, BACKOFF_MAX_S)
 
     def respawn(self) -> None:
@@ -235,14 +301,6 @@ class Supervisor:
                                "replacing it", slot.pid, rss / 2**20,
                                self.max_memory_bytes / 2**20)
                 self.rolling.request(slot)
-
-    def heartbeat_seen(self, pid: int) -> bool:
-        identity = f"{hostname()}:{pid}:{process_nonce()}"
-        try:
-            connection = connection_for(self.config)
-            return bool(connection.read(connection.client.sismember, keys.PROCESSES, identity))
-        except REDIS_ERRORS:
-            return False
 
     # --- stopping -----------------------------------------------------------------------
 
@@ -279,6 +337,15 @@ class Supervisor:
             if not self.child_pids():
                 return
             time.sleep(0.01)
+
+
+def _say_ready(fd: int) -> None:
+    """In the child, on each registration: tell the parent (gone parent or full pipe: no
+    one to tell, or it has been told)."""
+    try:
+        os.write(fd, b"1")
+    except OSError:
+        pass
 
 
 def _kill(pid: int, signum: int) -> None:
