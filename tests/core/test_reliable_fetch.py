@@ -1,10 +1,13 @@
 """Reliable fetch against real Redis: private lists, piggybacked acks, pause, requeue."""
 
 import os
+import threading
 
 import pytest
 
+from tests.support.workers import wait_until
 from wurk_django.core import keys
+from wurk_django.core.api.queues import Queue
 from wurk_django.core.config import Config
 from wurk_django.core.fetch.reliable import ReliableFetch
 from wurk_django.core.identity import hostname, process_nonce
@@ -75,7 +78,6 @@ def test_held_acks_are_flushed_before_blocking(make_fetcher, redis_client):
 
 
 def test_flush_acks_sends_every_threads_acks(make_fetcher, redis_client):
-    import threading
     redis_client.lpush("queue:default", job(1), job(2))
     fetcher = make_fetcher()
     units = []
@@ -138,6 +140,34 @@ def test_paused_queues_are_skipped(make_fetcher, redis_client):
     redis_client.srem(keys.PAUSED, "critical")
     fetcher.invalidate_paused()
     assert fetcher.retrieve_work().queue == "critical"
+
+
+def test_a_pause_through_the_api_is_seen_at_once_by_this_process(make_fetcher, config,
+                                                                 redis_client):
+    fetcher = make_fetcher(("critical", "default"))
+    assert fetcher.paused_queues() == frozenset()  # cached for the next 2 s
+    redis_client.lpush("queue:critical", job(1, "critical"))
+    redis_client.lpush("queue:default", job(2))
+    Queue("critical", config).pause()
+    assert fetcher.retrieve_work().queue == "default"
+    Queue("critical", config).unpause()
+    assert fetcher.retrieve_work().queue == "critical"
+
+
+def test_a_fetcher_parked_on_a_queue_paused_here_gives_its_job_back(make_fetcher, config,
+                                                                    redis_client):
+    fetcher = make_fetcher()
+    got = []
+    parked = threading.Thread(target=lambda: got.append(fetcher.retrieve_work()))
+    parked.start()
+    wait_until(lambda: redis_client.info("clients")["blocked_clients"] == 1, 5,
+               message="the fetcher parked in BLMOVE")
+    Queue("default", config).pause()
+    redis_client.lpush("queue:default", job(3))
+    parked.join(10)
+    assert got == [None]
+    assert redis_client.lrange("queue:default", 0, -1) == [job(3)]
+    assert not redis_client.exists(private())
 
 
 def test_requeue_moves_back_only_what_is_still_private(make_fetcher, redis_client):

@@ -4,6 +4,7 @@ import json
 from dataclasses import dataclass
 
 from .. import keys
+from ..fetch.base import paused_set_changed
 from .base import DEFAULT_PAGE_SIZE, ApiObject, Page, SearchResult, as_bytes, check_paging, text
 from .records import JobRecord, enqueued_latency
 
@@ -55,19 +56,23 @@ class Queue(ApiObject):
 
     @property
     def paused(self) -> bool:
-        """True while the queue's name is in the `paused` set (pro.md §5.1); read live."""
+        """True while the queue's name is in the `paused` set; read live."""
         return bool(self._read(self.redis.sismember, keys.PAUSED, self.name))
 
     def pause(self) -> None:
         """Stop fetchers taking jobs from this queue; jobs already running finish.
 
-        The set holds unprefixed names, as Pro's does. Reliable fetchers re-read it at
-        most every 2 s, so other processes notice within that (pro.md §1.5).
+        The set holds unprefixed names, as Sidekiq Pro's does. Fetchers in this process
+        see the pause before their next fetch (one parked on the queue gives back what
+        it takes); those of other processes re-read the set at most every 2 s.
         """
         self._write(self.redis.sadd, keys.PAUSED, self.name)
+        paused_set_changed()
 
     def unpause(self) -> None:
+        """Let fetchers take jobs from this queue again, as soon as `pause` stops them."""
         self._write(self.redis.srem, keys.PAUSED, self.name)
+        paused_set_changed()
 
     @classmethod
     def overview(cls, config=None) -> list["QueueSummary"]:

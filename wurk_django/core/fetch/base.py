@@ -1,12 +1,27 @@
 """The fetcher interface every fetch strategy implements (basic BRPOP, reliable LMOVE)."""
 
+import itertools
 import random
+import time
 from abc import ABC, abstractmethod
 
 from .. import keys
 from ..outage import OutageLog
 
 BLOCK_TIMEOUT_S = 2
+# The `paused` set is re-read at most this often: pausing is rare, and an SMEMBERS before
+# every fetch would add a round trip per job. Other processes see a pause within it.
+PAUSED_TTL_S = 2.0
+
+_pause_epochs = itertools.count(1)
+_pause_epoch = 0  # bumped (atomically, by the count) whenever this process pauses or unpauses
+
+
+def paused_set_changed() -> None:
+    """This process paused or unpaused a queue: every fetcher in it re-reads the `paused`
+    set before its next fetch, instead of up to 2 s later."""
+    global _pause_epoch
+    _pause_epoch = next(_pause_epochs)
 
 
 class UnitOfWork(ABC):
@@ -39,6 +54,7 @@ class Fetcher(ABC):
         self.config = config
         self.capsule = capsule
         self.connection = connection
+        self._paused: tuple[float, int, frozenset[str]] = (float("-inf"), 0, frozenset())
         # Only the fetcher knows when Redis really answered (a thread waiting for a
         # hand-over did not talk to it), so it owns the outage reports of its capsule.
         self.outage = OutageLog(f"fetch ({capsule.name})", config, "Error fetching job")
@@ -77,3 +93,32 @@ class Fetcher(ABC):
 
     def queue_keys(self) -> list[str]:
         return [keys.queue(name) for name in self.queue_order()]
+
+    # --- paused queues (shared by every fetcher) -------------------------------------
+
+    def paused_queues(self) -> frozenset[str]:
+        """The `paused` set, as of at most 2 s ago or this process's last pause/unpause."""
+        fetched_at, epoch, paused = self._paused
+        now, current = time.monotonic(), _pause_epoch  # the epoch read BEFORE the set
+        if epoch != current or now - fetched_at >= PAUSED_TTL_S:
+            members = self.connection.read(self.connection.client.smembers, keys.PAUSED)
+            paused = frozenset(m.decode("utf-8", "replace") for m in members)
+            self._paused = (now, current, paused)
+        return paused
+
+    def invalidate_paused(self) -> None:
+        self._paused = (float("-inf"), 0, frozenset())
+
+    def fetch_order(self) -> list[str]:
+        """`queue_order()` without the paused queues."""
+        paused = self.paused_queues()
+        return [name for name in self.queue_order() if name not in paused]
+
+    @staticmethod
+    def pause_epoch() -> int:
+        return _pause_epoch
+
+    def paused_since(self, queue: str, epoch: int) -> bool:
+        """True if this process paused `queue` after `epoch` was read: a blocking pop
+        parked before the pause must give back what it took from that queue."""
+        return _pause_epoch != epoch and queue in self.paused_queues()

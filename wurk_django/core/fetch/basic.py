@@ -1,5 +1,6 @@
 """Sidekiq OSS's fetcher: BRPOP across the capsule's queues, no acknowledgement."""
 
+import threading
 from collections import defaultdict
 
 from .. import keys
@@ -23,16 +24,33 @@ class BasicUnit(UnitOfWork):
 
 
 class BasicFetch(Fetcher):
-    """BRPOP with a 2 s block; the pool's socket timeout must be longer than that."""
+    """BRPOP with a 2 s block over the queues not paused; the pool's socket timeout must
+    be longer than that block."""
+
+    def __init__(self, config, capsule, connection):
+        super().__init__(config, capsule, connection)
+        self._quieted = threading.Event()
 
     def retrieve_work(self) -> BasicUnit | None:
-        reply = self.connection.client.brpop(self.queue_keys(), timeout=BLOCK_TIMEOUT_S)
+        epoch = self.pause_epoch()
+        order = self.fetch_order()
+        if not order:
+            self._quieted.wait(BLOCK_TIMEOUT_S)  # every queue paused: never spin
+            return None
+        reply = self.connection.client.brpop([keys.queue(name) for name in order],
+                                             timeout=BLOCK_TIMEOUT_S)
         self.outage.succeeded()
         if reply is None:
             return None
         key, job = reply
-        queue = key.decode("utf-8")[len(keys.QUEUE_PREFIX):]
-        return BasicUnit(queue, job, self)
+        unit = BasicUnit(key.decode("utf-8")[len(keys.QUEUE_PREFIX):], job, self)
+        if self.paused_since(unit.queue, epoch):  # paused here while BRPOP was parked
+            unit.requeue()
+            return None
+        return unit
+
+    def quiet(self) -> None:
+        self._quieted.set()
 
     def bulk_requeue(self, units: list[UnitOfWork]) -> None:
         by_queue: dict[str, list[bytes]] = defaultdict(list)

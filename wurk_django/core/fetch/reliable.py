@@ -19,7 +19,6 @@ from .. import identity, keys
 from ..identity import hostname, process_nonce
 from .base import BLOCK_TIMEOUT_S, Fetcher, UnitOfWork
 
-PAUSED_TTL_S = 2.0
 QUIET_PAUSE_S = 0.05
 MAX_BATCH = 32
 
@@ -61,7 +60,6 @@ class ReliableFetch(Fetcher):
     def __init__(self, config, capsule, connection):
         super().__init__(config, capsule, connection)
         self._private: tuple[int, dict[str, str]] = (0, {})
-        self._paused: tuple[float, frozenset[str]] = (float("-inf"), frozenset())
         # Jobs fetched for waiting threads, and None wake-ups; C-level, so handing a
         # job over costs no Python lock dance.
         self._handoff: queue.SimpleQueue = queue.SimpleQueue()
@@ -87,22 +85,6 @@ class ReliableFetch(Fetcher):
         if name is None:
             name = names[queue] = keys.private_queue(queue, hostname(), pid, process_nonce())
         return name
-
-    def paused_queues(self) -> frozenset[str]:
-        fetched_at, paused = self._paused
-        now = time.monotonic()
-        if now - fetched_at >= PAUSED_TTL_S:
-            members = self.connection.read(self.connection.client.smembers, keys.PAUSED)
-            paused = frozenset(m.decode("utf-8", "replace") for m in members)
-            self._paused = (now, paused)
-        return paused
-
-    def invalidate_paused(self) -> None:
-        self._paused = (float("-inf"), frozenset())
-
-    def fetch_order(self) -> list[str]:
-        paused = self.paused_queues()
-        return [name for name in self.queue_order() if name not in paused]
 
     # --- acknowledgements -----------------------------------------------------------
 
@@ -203,6 +185,7 @@ class ReliableFetch(Fetcher):
         return units[0] if units else None
 
     def _fetch(self, want: int) -> list[ReliableUnit]:
+        epoch = self.pause_epoch()
         order = self.fetch_order()
         if not order:
             self.flush_acks()
@@ -218,7 +201,7 @@ class ReliableFetch(Fetcher):
             return units
         self._parked = True
         self.flush_acks()  # never hold an ack across a 2 s block
-        return self._fetch_blocking(order[0])
+        return self._fetch_blocking(order[0], epoch)
 
     def _fetch_batch(self, order: list[str], want: int, acks: list[tuple]) -> list[ReliableUnit]:
         """One round trip: the held acks plus an LMOVE (or a batch script) for `want`."""
@@ -252,13 +235,19 @@ class ReliableFetch(Fetcher):
             self._script_sha = self._link.call("SCRIPT", "LOAD", script.script).decode()
         return ("EVALSHA", self._script_sha, len(pairs), *pairs, want)
 
-    def _fetch_blocking(self, queue: str) -> list[ReliableUnit]:
+    def _fetch_blocking(self, queue: str, epoch: int) -> list[ReliableUnit]:
         private = self.private_queue(queue)
         # On a lost reply the move happened or it did not: the job is in our private
         # list (where the reaper finds it) or still public. Never lost.
         job = self._link.call("BLMOVE", keys.queue(queue), private, "RIGHT", "LEFT",
                               BLOCK_TIMEOUT_S)
-        return [] if job is None else [ReliableUnit(queue, job, private, self)]
+        if job is None:
+            return []
+        unit = ReliableUnit(queue, job, private, self)
+        if self.paused_since(queue, epoch):  # paused here while we were parked on it
+            self.bulk_requeue([unit])
+            return []
+        return [unit]
 
     # --- shutdown -----------------------------------------------------------------------
 
