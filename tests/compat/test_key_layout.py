@@ -1,4 +1,4 @@
-"""Every key the engine writes, spelled exactly as Sidekiq spells it (wire-format §1, §8)."""
+"""Every key the engine writes, spelled exactly as Sidekiq spells it."""
 
 import time
 from datetime import datetime, timezone
