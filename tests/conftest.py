@@ -1,15 +1,97 @@
-"""Suite-wide fixtures: a private redis-server, a flushed database per test, workers."""
+"""Suite-wide fixtures: a private redis-server, a flushed database per test, workers; and a
+guard that fails any test connecting to the machine's shared Redis on port 6379."""
 
 import itertools
 import os
+import shutil
+import tempfile
 
 import pytest
 import redis
 
+from tests.support import shared_redis_guard
 from tests.support.redis_server import RedisServer
-from tests.support.workers import WorkerProcess, worker_env
+from tests.support.workers import ROOT, WorkerProcess, worker_env
 from wurk_django.core import Config, set_default_config
 from wurk_django.core.redis import close_connections
+
+
+# --- the shared-Redis guard: a connection to port 6379 fails the test that made it --------
+
+_guard: shared_redis_guard.Guard | None = None
+_saved_environ: dict = {}
+
+
+def pytest_configure(config):
+    """Guard this process, and (through sitecustomize on PYTHONPATH) every process started."""
+    global _guard
+    log_path = os.path.join(tempfile.mkdtemp(prefix="wurk-guard-"), "stray-redis.log")
+    _guard = shared_redis_guard.install(log_path)
+    for name in (shared_redis_guard.LOG_VARIABLE, "PYTHONPATH"):
+        _saved_environ[name] = os.environ.get(name)
+    os.environ[shared_redis_guard.LOG_VARIABLE] = log_path
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [
+        shared_redis_guard.SITE_DIR, str(ROOT), os.environ.get("PYTHONPATH")]))
+
+
+def pytest_unconfigure(config):
+    if _guard is None:
+        return
+    _guard.uninstall()
+    for name, value in _saved_environ.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    shutil.rmtree(os.path.dirname(_guard.log_path), ignore_errors=True)
+
+
+def _fail_on_strays(when: str) -> None:
+    attempts = _guard.new_attempts() if _guard else []
+    if attempts:
+        pytest.fail(f"connection to the shared Redis on port "
+                    f"{shared_redis_guard.GUARDED_PORT} during {when} (refused by the test "
+                    f"guard; use the redis_url fixture):\n  " + "\n  ".join(attempts),
+                    pytrace=False)
+
+
+def _guarded_phase(when: str):
+    try:
+        result = yield
+    except BaseException:
+        _fail_on_strays(when)  # a stray connection may be why the phase failed: say so
+        raise
+    _fail_on_strays(when)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _guarded_phase("setup"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from _guarded_phase("the test"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    return (yield from _guarded_phase("teardown"))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    attempts = _guard.new_attempts() if _guard else []
+    if attempts:  # after the last test's teardown, e.g. from a process still running
+        print("\nconnections to the shared Redis on port 6379 after the last test:\n  "
+              + "\n  ".join(attempts))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture
+def stray_redis_guard() -> shared_redis_guard.Guard:
+    """The guard, for tests of the guard: `new_attempts()` takes the attempts they made."""
+    return _guard
 
 
 @pytest.fixture(scope="session", autouse=True)
