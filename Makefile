@@ -88,10 +88,10 @@ $(PEERS_VENV)/.installed: benchmarks/requirements-peers.txt
 	touch $@
 
 bench: $(BENCH_VENV)/.installed
-	$(BENCH_VENV)/bin/python -m wurk_django.core.bench --json $(BENCH_VENV)/results.json $(BENCH_ARGS)
+	$(BENCH_VENV)/bin/python -m benchmarks --json $(BENCH_VENV)/results.json $(BENCH_ARGS)
 
 bench-peers: $(BENCH_VENV)/.installed $(PEERS_VENV)/.installed
-	$(BENCH_VENV)/bin/python -m wurk_django.core.bench --peers --peers-python $(PEERS_VENV)/bin/python \
+	$(BENCH_VENV)/bin/python -m benchmarks --peers --peers-python $(PEERS_VENV)/bin/python \
 	  --json $(PEERS_VENV)/results.json $(BENCH_ARGS)
 
 # The dashboard bundle is built from static_src/ and committed, so users never need Node.

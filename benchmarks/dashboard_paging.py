@@ -4,7 +4,7 @@ Fills the `retry` sorted set with N jobs, then times the dashboard's
 `api/sets/retries` endpoint (the Django view, through the test client, as a logged-in
 superuser) and the core `RetrySet.page()` it calls, at page 1 and at the last page.
 A script, not a test: nothing here asserts a time. The fill and timing helpers are the
-bench's (`wurk_django/core/bench/workloads/bench_paging.py`); `make bench` times the
+bench's (`benchmarks/workloads/bench_paging.py`); `make bench` times the
 core half on every run.
 
     python benchmarks/dashboard_paging.py                 # 10^3, 10^5 and 10^6 jobs
@@ -22,11 +22,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "wurk_django" / "core" / "bench" / "workloads"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "workloads"))
 
 from bench_paging import PAGE_SIZE, fill, last_page, median_ms  # noqa: E402
 
-from wurk_django.core.bench.server import PrivateRedis  # noqa: E402
+from benchmarks.server import PrivateRedis  # noqa: E402
 
 
 def setup_django(redis_url: str, db_path: str):

@@ -25,7 +25,7 @@ import redis
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from wurk_django.core.bench.server import PrivateRedis  # noqa: E402
+from benchmarks.server import PrivateRedis  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -3,6 +3,7 @@
 Only the result's structure is checked, never a speed.
 """
 
+import ast
 import io
 import json
 import socket
@@ -11,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from wurk_django.core.bench import cli, runner
-from wurk_django.core.bench.measure import Sample
-from wurk_django.core.bench.report import Progress, Results
-from wurk_django.core.bench.server import redis_costs
+from benchmarks import cli, runner
+from benchmarks.measure import Sample
+from benchmarks.report import Progress, Results
+from benchmarks.server import redis_costs
 
 pytestmark = pytest.mark.slow
 
@@ -99,6 +100,35 @@ def cli_args(*argv):
     parser = cli.argparse.ArgumentParser()
     cli.add_arguments(parser)
     return parser.parse_args(argv)
+
+
+# --- the wheel ships the engine only ------------------------------------------------------
+
+BENCH_ONLY_MODULES = {"benchmarks", "bench_shapes", "bench_wurk", "celery", "rq", "dramatiq",
+                      "huey"}
+
+
+def test_the_package_neither_holds_nor_imports_the_bench():
+    # What the wheel is built from: the bench lives in benchmarks/ at the checkout's root.
+    package = Path(__file__).resolve().parents[2] / "wurk_django"
+    files = [path for path in package.rglob("*")
+             if path.is_file() and "__pycache__" not in path.parts]
+    assert [str(p) for p in files if "bench" in p.relative_to(package).as_posix()
+            or p.name == "redis_process.py"] == []
+    imports = {(str(path.relative_to(package)), name)
+               for path in files if path.suffix == ".py" for name in imported(path)}
+    assert {entry for entry in imports if entry[1] in BENCH_ONLY_MODULES} == set()
+
+
+def imported(path: Path) -> set[str]:
+    """The top-level names of every module `path` imports."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
 
 
 # --- the arithmetic, without Redis or workers ---------------------------------------------

@@ -1,6 +1,6 @@
-"""The suite's private redis-server: the product's own throwaway-server helper."""
+"""The suite's private redis-server: the same throwaway-server helper the bench uses."""
 
-from wurk_django.core.redis_process import PrivateRedis, free_port
+from benchmarks.redis_process import PrivateRedis, free_port
 
 __all__ = ["RedisServer", "free_port"]
 

@@ -72,7 +72,8 @@ class Results:
 
     def cells(self) -> tuple[list[str], list[list[str]]]:
         base = self.labels[0]
-        header = ["metric", "unit", *self.labels, *(f"{label} / {base}" for label in self.labels[1:])]
+        header = ["metric", "unit", *self.labels,
+                  *(f"{label} / {base}" for label in self.labels[1:])]
         body = []
         for row in self.rows.values():
             line = [row.key, row.unit]

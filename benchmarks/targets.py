@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..identity import rss_kb
+from wurk_django.core.identity import rss_kb
 
+CHECKOUT = Path(__file__).resolve().parents[1]  # the Wurk checkout this harness is part of
 WORKLOADS_DIR = Path(__file__).with_name("workloads")
 STOP_TIMEOUT_S = 30.0
 PROBE_TIMEOUT_S = 600.0
@@ -153,9 +154,15 @@ WURK_SETTINGS = ("python -m wurk_django.core --require bench_wurk -c THREADS -p 
                  "file), hiredis if installed")
 
 
+def project_worker_argv(target: Target, threads: int, processes: int) -> list[list[str]]:
+    # The example project's own entry point, as users start it, from the target's checkout
+    # (its cwd), so `--vs` boots each revision's project; the project's worker finds the
+    # bench tasks through the registry's import-on-demand (bench_wurk is on its PYTHONPATH).
+    return [[target.python, "manage.py", "wurk_worker", "-c", str(threads),
+             "-p", str(processes), "-v", "0"]]
+
+
 def wurk_target(label: str = "wurk", root: str | None = None,
                 python: str = sys.executable) -> Target:
-    if root is None:
-        import wurk_django
-        root = str(Path(wurk_django.__file__).resolve().parents[1])
-    return Target("wurk", label, python, wurk_worker_argv, WURK_SETTINGS, root=root)
+    return Target("wurk", label, python, wurk_worker_argv, WURK_SETTINGS,
+                  root=root or str(CHECKOUT))

@@ -1,6 +1,6 @@
 """A private redis-server on a free loopback port, and the measuring side's readings."""
 
-from ..redis_process import PrivateRedis as _PrivateRedis
+from .redis_process import PrivateRedis as _PrivateRedis
 from .targets import die_with_parent
 
 

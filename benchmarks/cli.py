@@ -1,4 +1,4 @@
-"""`python -m wurk_django.core.bench`: parse options, start Redis, run the plan, report."""
+"""`python -m benchmarks`: parse options, start Redis, run the plan, report."""
 
 import argparse
 import contextlib
@@ -14,7 +14,7 @@ import redis
 from . import measure, peers, runner
 from .revisions import Worktrees
 from .server import PrivateRedis
-from .targets import BenchError, wurk_target
+from .targets import BenchError, project_worker_argv, wurk_target
 
 SECTIONS = ("throughput", "enqueue", "latency", "boot", "paging")
 
@@ -42,13 +42,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also run Celery, RQ, Dramatiq and Huey (make bench-peers)")
     parser.add_argument("--peers-python", default=peers.DEFAULT_PYTHON,
                         help=f"the interpreter that has the peers (default {peers.DEFAULT_PYTHON})")
+    parser.add_argument("--project-settings", default="example_project.settings",
+                        help="settings of the Django project whose `manage.py wurk_worker` "
+                             "boot the boot section times (default example_project.settings)")
     parser.add_argument("--json", metavar="FILE", help="write machine-readable results here")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--log-dir", help="keep worker logs here (default: a temporary folder)")
 
 
-def build_trials(args, extra=()) -> list:
+def build_trials(args) -> list:
     sections = set(args.sections.split(","))
     unknown = sections - set(SECTIONS)
     if unknown:
@@ -59,7 +62,9 @@ def build_trials(args, extra=()) -> list:
     if "latency" in sections:
         trials.append(measure.Latency(args.latency_jobs))
     if "boot" in sections:
-        trials += [measure.Boot(), *extra]
+        trials += [measure.Boot(), measure.Boot(
+            name="example project (manage.py wurk_worker)", argv=project_worker_argv,
+            extra_env={"DJANGO_SETTINGS_MODULE": args.project_settings})]
     if "throughput" in sections:
         trials += runner.throughput_trials(args.shapes, args.threads, args.processes, args.scale)
     if "paging" in sections:
@@ -104,19 +109,19 @@ def terminate_as_exit():
         signal.signal(signal.SIGTERM, previous)
 
 
-def execute(args, extra_trials=(), out=None) -> int:
+def execute(args, out=None) -> int:
     """Run what `args` asks for, print the table, write the JSON; 1 if a run failed."""
     with terminate_as_exit():
-        return _execute(args, extra_trials, out or sys.stdout)
+        return _execute(args, out or sys.stdout)
 
 
-def _execute(args, extra_trials, out) -> int:
+def _execute(args, out) -> int:
     log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="wurk-bench-logs-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     worktrees = Worktrees(Path.cwd()) if args.vs else None
     server = None
     try:
-        trials = build_trials(args, extra_trials)
+        trials = build_trials(args)
         targets = build_targets(args, worktrees)
         url, server = connect(args)
         ctx = measure.Context(url, log_dir)
@@ -161,7 +166,7 @@ def fmt_load(load) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m wurk_django.core.bench",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks",
                                      description="Benchmark Wurk (and its peers).")
     add_arguments(parser)
     args = parser.parse_args(argv)

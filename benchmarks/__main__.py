@@ -1,0 +1,7 @@
+"""Entry point of `python -m benchmarks` (from the checkout's root)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
