@@ -13,8 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 RUBY_DIR = ROOT / "tests" / "compat" / "ruby"
 SUPPORTED_MAJOR = "6"  # the goldens and the timestamp checks pin Sidekiq 6's readers
-INSTALL_HINT = ("install it with `apt-get install ruby-sidekiq` (Debian 12 / Ubuntu: Ruby "
-                "with Sidekiq 6.4), or `gem install sidekiq -v '~> 6.4'`")
+INSTALL_HINT = ("install it with `apt-get install ruby-sidekiq` (Debian 12: Ruby with "
+                "Sidekiq 6.4; `make test` does this as root), or `gem install sidekiq -v '~> 6.4'`")
 RUN_TIMEOUT_S = 120
 
 
