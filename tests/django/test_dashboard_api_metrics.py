@@ -150,11 +150,15 @@ def test_periodic_actions(config, users, redis_client):
     # Resuming moves the next fire past now: slots missed while paused are not made up.
     assert int(redis_client.hget(f"loops:{'a' * 16}", "nf")) > time.time()
     redis_client.hset(f"loops:{'a' * 16}", "lf", "1739522400")
+    before_s = int(time.time())
     jid = ok(root.post(f"periodic/{'a' * 16}/run"))["jid"]
     [pushed] = [loads(raw) for raw in redis_client.lrange(keys.queue("low"), 0, -1)]
     assert (pushed["jid"], pushed["class"], pushed["retry"]) == (jid, "app.Report", 2)
     assert pushed["args"] == ["nightly", 12345678901234567890]
-    assert redis_client.hget(f"loops:{'a' * 16}", "lf") == b"1739522400"  # marks untouched
+    # A manual run is the loop's last run, as `wurk_cron fire` records it.
+    detail = ok(root.get(f"periodic/{'a' * 16}"))
+    assert before_s <= detail["last_fired_at_ms"] / 1000 <= time.time()
+    assert detail["history"][0]["jid"] == jid
     for action in ("pause", "resume", "run"):
         problem_of(root.post(f"periodic/nope/{action}"), 404, "not_found")
     assert not redis_client.exists("loops:nope")

@@ -1,14 +1,48 @@
-"""Plumbing shared by the data API: config and connection lookup, the retry rules, paging."""
+"""Plumbing shared by the data API: config and connection lookup, the retry rules, paging,
+and keys of the wrong type reported by name."""
 
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import redis
+
 from ..config import Config, get_default_config
+from ..errors import WurkError
 from ..redis import RedisConnection, connection_for
 
 DEFAULT_PAGE_SIZE = 25
 CHUNK_SIZE = 500
+# The type each read command needs, to say what a key of another type should have held.
+EXPECTED_TYPES = {
+    **dict.fromkeys(("llen", "lrange", "lindex"), "list"),
+    **dict.fromkeys(("zcard", "zrange", "zscan", "zcount"), "sorted set"),
+    **dict.fromkeys(("scard", "smembers", "sismember", "sscan"), "set"),
+    **dict.fromkeys(("hget", "hmget", "hgetall", "hlen"), "hash"),
+    **dict.fromkeys(("get", "mget"), "string"),
+}
+TYPE_NAMES = {"zset": "sorted set"}
+
+
+class WrongTypeError(WurkError, TypeError):
+    """A key holds another type of value than Wurk keeps there (Redis answered WRONGTYPE).
+
+    Such keys come from other tools or hand-made commands (`SET queue:w x`); a reader
+    reports the key so one bad key can be shown as one bad row.
+    """
+
+    def __init__(self, key: str | None, found: str | None, expected: str | None):
+        self.key, self.found, self.expected = key, found, expected
+        if key is None:
+            message = "A Redis key holds another type of value than Wurk expects"
+        else:
+            message = f"Redis key {key!r} holds a {found or 'value of another type'}"
+            message += f", not a {expected}" if expected else ""
+        super().__init__(message)
+
+
+def is_wrong_type(exc: BaseException) -> bool:
+    return isinstance(exc, redis.exceptions.ResponseError) and "WRONGTYPE" in str(exc)
 
 
 def text(value) -> str | None:
@@ -89,16 +123,56 @@ class ApiObject:
         return self.connection.client
 
     def _read(self, fn, *args, **kwargs):
-        return self.connection.read(fn, *args, **kwargs)
+        """Run a read; WRONGTYPE becomes a WrongTypeError naming the key (the first arg)."""
+        try:
+            return self.connection.read(fn, *args, **kwargs)
+        except redis.exceptions.ResponseError as exc:
+            if not is_wrong_type(exc):
+                raise
+            key = text(args[0]) if args and isinstance(args[0], (str, bytes)) else None
+            raise self._wrong_type(getattr(fn, "__name__", ""), key) from exc
 
     def _write(self, fn, *args, **kwargs):
         return self.connection.write(fn, *args, **kwargs)
 
-    def _pipelined(self, build, *, transaction: bool = False, write: bool = False) -> list:
-        """Run `build(pipe)` in a fresh pipeline, so a retried read starts clean."""
+    def _pipelined(self, build, *, transaction: bool = False, write: bool = False,
+                   partial: bool = False) -> list:
+        """Run `build(pipe)` in a fresh pipeline, so a retried read starts clean.
+
+        A reply that is WRONGTYPE raises a WrongTypeError naming its key; with `partial`
+        the error takes that reply's place instead, so the other replies still count.
+        Any other error reply is raised as it is.
+        """
         def run():
             pipe = self.connection.pipeline(transaction=transaction)
             build(pipe)
-            return pipe.execute()
+            commands = [args for args, _options in pipe.command_stack]
+            replies = pipe.execute(raise_on_error=False)
+            for args, reply in zip(commands, replies):
+                if isinstance(reply, Exception) and not is_wrong_type(reply):
+                    raise reply
+            return commands, replies
 
-        return self._write(run) if write else self._read(run)
+        commands, replies = self._write(run) if write else self._read(run)
+        checked = []
+        for args, reply in zip(commands, replies):
+            if isinstance(reply, Exception):
+                reply = self._wrong_type(str(args[0]), text(args[1]) if len(args) > 1 else None)
+                if not partial:
+                    raise reply
+            checked.append(reply)
+        return checked
+
+    def _wrong_type(self, command: str, key: str | None) -> WrongTypeError:
+        found = None
+        if key is not None:
+            found = text(self.connection.read(self.redis.type, key))
+        return WrongTypeError(key, TYPE_NAMES.get(found, found),
+                              EXPECTED_TYPES.get(command.lower()))
+
+    def _set_members(self, key: str) -> list[str]:
+        """The members of a set, read with SSCAN, sorted; WrongTypeError names the key."""
+        def sscan(name):
+            return [text(member) for member in self.redis.sscan_iter(name)]
+
+        return sorted(set(self._read(sscan, key)))

@@ -6,15 +6,21 @@ while paused. With no loops registered every read is simply empty.
 """
 
 from .. import cron_ops, keys
-from ..client import Client
-from ..cron import HISTORY_CAP, push_item
+from ..cron import HISTORY_CAP
 from ..cron_ops import LoopInfo as Loop
 from ..cron_ops import history_entry, loop_from_hash
-from .base import ApiObject, text
+from .base import ApiObject, WrongTypeError, text
 
 
 class LoopSet(ApiObject):
-    """The members of `periodic`; a lid is used as a key suffix only after SISMEMBER."""
+    """The members of `periodic`; a lid is used as a key suffix only after SISMEMBER.
+
+    A loop whose hash key holds another type is left out and described in `problems`.
+    """
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.problems: list[str] = []
 
     def __iter__(self):
         lids = sorted(text(m) for m in self._read(self.redis.smembers, keys.PERIODIC))
@@ -23,9 +29,12 @@ class LoopSet(ApiObject):
             for lid in lids:
                 pipe.hgetall(keys.loop(lid))
 
-        hashes = self._pipelined(build) if lids else []
+        hashes = self._pipelined(build, partial=True) if lids else []
+        self.problems = [str(found) for found in hashes if isinstance(found, WrongTypeError)]
+        readable = [(lid, found) for lid, found in zip(lids, hashes)
+                    if not isinstance(found, WrongTypeError)]
         # A lid without a hash was unregistered between the two reads: skipped.
-        loops = [loop for loop in map(loop_from_hash, lids, hashes) if loop is not None]
+        loops = [loop for loop in (loop_from_hash(*pair) for pair in readable) if loop]
         return iter(sorted(loops, key=lambda loop: (loop.klass, loop.lid)))
 
     @property
@@ -57,10 +66,8 @@ class LoopSet(ApiObject):
         return bool(self._write(operation, self.connection, lid))
 
     def run_now(self, lid: str) -> str | None:
-        """Push the loop's job once, leaving its marks and history alone (spec §1.8);
-        the jid, or None for an unknown lid."""
-        loop = self.fetch(lid, with_history=False)
-        if loop is None:
-            return None
-        return Client(self.config, self.connection).push(push_item(lid, loop.klass,
-                                                                   loop.options))
+        """Push the loop's job once and record it as the loop's last fire, as
+        `manage.py wurk_cron fire` does; the jid, or None for an unknown lid.
+
+        Not wrapped in `_write`: its fail-over resend could push the job twice."""
+        return cron_ops.fire(self.config, self.connection, lid)

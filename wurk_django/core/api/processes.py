@@ -7,7 +7,7 @@ from .. import keys
 from ..errors import WurkError
 from ..heartbeat import PROCESS_TTL_S, REMOTE_SIGNALS, cleanup_processes
 from ..payload import dumps, loads, to_datetime
-from .base import ApiObject, text
+from .base import ApiObject, WrongTypeError, text
 from .records import JobRecord
 
 HEARTBEAT_FIELDS = ("info", "busy", "beat", "quiet", "rss", "rtt_us")
@@ -124,8 +124,13 @@ class ProcessSet(ApiObject):
     """The live processes: members of `processes` whose identity hash still has `info`.
 
     Building one never prunes dead members (a read-only dashboard must not write);
-    call `cleanup()` for that.
+    call `cleanup()` for that. A member whose key is not a hash (another tool's data)
+    is left out and described in `problems`.
     """
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.problems: list[str] = []
 
     def __iter__(self):
         identities = self._members()
@@ -134,16 +139,19 @@ class ProcessSet(ApiObject):
             for identity in identities:
                 pipe.hmget(identity, *HEARTBEAT_FIELDS)
 
-        replies = self._pipelined(build) if identities else []
-        for identity, (info, *state) in zip(identities, replies):
+        replies = self._pipelined(build, partial=True) if identities else []
+        self.problems = [str(reply) for reply in replies if isinstance(reply, WrongTypeError)]
+        for identity, reply in zip(identities, replies):
+            if isinstance(reply, WrongTypeError):
+                continue
+            info, *state = reply
             # No info: the process died (TTL) or stopped between SSCAN and HMGET.
             parsed = _json_object(info)
             if parsed is not None:
                 yield Process(self, identity, parsed, *state)
 
     def _members(self) -> list[str]:
-        return sorted({text(m) for m in self._read(
-            lambda: list(self.redis.sscan_iter(keys.PROCESSES)))})
+        return self._set_members(keys.PROCESSES)
 
     def get(self, identity: str) -> Process | None:
         """The live process with this identity, or None."""
@@ -203,7 +211,12 @@ class Workers(ApiObject):
     """The jobs running across live processes, oldest start first.
 
     A snapshot up to one heartbeat old: each process rewrites its work hash per beat.
+    Keys of the wrong type are skipped and described in `problems`.
     """
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.problems: list[str] = []
 
     def __iter__(self):
         identities = ProcessSet(self.config)._members()
@@ -213,11 +226,12 @@ class Workers(ApiObject):
                 pipe.hget(identity, "info")
                 pipe.hgetall(keys.work(identity))
 
-        replies = self._pipelined(build) if identities else []
+        replies = self._pipelined(build, partial=True) if identities else []
+        self.problems = [str(reply) for reply in replies if isinstance(reply, WrongTypeError)]
         works = []
         for index, identity in enumerate(identities):
             info, threads = replies[2 * index], replies[2 * index + 1]
-            if info is None:
+            if info is None or any(isinstance(r, WrongTypeError) for r in (info, threads)):
                 continue  # a dead process's work hash lingers until its TTL
             for tid, value in threads.items():
                 work = _work(identity, text(tid), value)
@@ -235,7 +249,8 @@ class Workers(ApiObject):
             for identity in identities:
                 pipe.hget(identity, "busy")
 
-        return sum(_int(busy) for busy in self._pipelined(build)) if identities else 0
+        replies = self._pipelined(build, partial=True) if identities else []
+        return sum(_int(busy) for busy in replies if not isinstance(busy, WrongTypeError))
 
     def find_work(self, jid: str) -> Work | None:
         for _, _, work in self:

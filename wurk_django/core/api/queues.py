@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 from .. import keys
 from ..fetch.base import paused_set_changed
-from .base import DEFAULT_PAGE_SIZE, ApiObject, Page, SearchResult, as_bytes, check_paging, text
+from .base import (DEFAULT_PAGE_SIZE, ApiObject, Page, SearchResult, WrongTypeError, as_bytes,
+                   check_paging)
 from .records import JobRecord, enqueued_latency
 
 ITERATION_CHUNK = 100
@@ -47,8 +48,7 @@ class Queue(ApiObject):
     def all(cls, config=None) -> list["Queue"]:
         """Every queue named in the `queues` set, sorted by name."""
         api = ApiObject(config)
-        names = api._read(lambda: [text(n) for n in api.redis.sscan_iter(keys.QUEUES)])
-        return [cls(name, api.config) for name in sorted(set(names))]
+        return [cls(name, api.config) for name in api._set_members(keys.QUEUES)]
 
     @property
     def size(self) -> int:
@@ -76,10 +76,13 @@ class Queue(ApiObject):
 
     @classmethod
     def overview(cls, config=None) -> list["QueueSummary"]:
-        """Every known queue with size, latency and paused flag, in two round trips."""
+        """Every known queue with size, latency and paused flag, in two round trips.
+
+        A queue whose list key holds another type is listed with size and latency None
+        and the problem in `error`, so one bad key costs one row.
+        """
         api = ApiObject(config)
-        names = sorted({text(n) for n in api._read(
-            lambda: list(api.redis.sscan_iter(keys.QUEUES)))})
+        names = api._set_members(keys.QUEUES)
 
         def build(pipe):
             for name in names:
@@ -87,9 +90,8 @@ class Queue(ApiObject):
                 pipe.lindex(keys.queue(name), -1)
                 pipe.sismember(keys.PAUSED, name)
 
-        replies = api._pipelined(build) if names else []
-        return [QueueSummary(name, int(replies[3 * i]), enqueued_latency(replies[3 * i + 1]),
-                             bool(replies[3 * i + 2])) for i, name in enumerate(names)]
+        replies = api._pipelined(build, partial=True) if names else []
+        return [_summary(name, *replies[3 * i:3 * i + 3]) for i, name in enumerate(names)]
 
     @property
     def latency(self) -> float:
@@ -185,9 +187,21 @@ class Queue(ApiObject):
 
 @dataclass
 class QueueSummary:
-    """One row of the queue list: size, seconds since the oldest job was enqueued, paused."""
+    """One row of the queue list: size, seconds since the oldest job was enqueued, paused;
+    size and latency are None, and `error` says why, when the queue's key is unreadable."""
 
     name: str
-    size: int
-    latency: float
+    size: int | None
+    latency: float | None
     paused: bool
+    error: str | None = None
+
+
+def _summary(name: str, size, oldest, paused) -> QueueSummary:
+    if isinstance(paused, WrongTypeError):
+        raise paused  # the one `paused` set: every row would be wrong, not one
+    problem = next((reply for reply in (size, oldest) if isinstance(reply, WrongTypeError)),
+                   None)
+    if problem is not None:
+        return QueueSummary(name, None, None, bool(paused), str(problem))
+    return QueueSummary(name, int(size), enqueued_latency(oldest), bool(paused))

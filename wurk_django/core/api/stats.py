@@ -3,23 +3,27 @@
 from datetime import date, datetime, timedelta, timezone
 
 from .. import keys
-from .base import ApiObject, text
+from .base import ApiObject, WrongTypeError, text
 from .records import enqueued_latency
 
 STAT_KINDS = ("processed", "failed")
 HISTORY_MAX_DAYS = 5 * 365  # per-day counters live five years (wire §1)
 DEFAULT_QUEUE = "default"
+UNKNOWN = object()  # a reply whose key held the wrong type
 
 
 class Stats(ApiObject):
     """A snapshot read in two pipelined round trips when the object is built.
 
     The first trip fetches the counters, set sizes and the member lists; the second
-    the busy count of every process and the length of every queue.
+    the busy count of every process and the length of every queue. A key holding
+    the wrong type (another tool's data, a hand-made `SET queue:w x`) leaves its
+    number None and a sentence in `problems`; every other number is still read.
     """
 
     def __init__(self, config=None):
         super().__init__(config)
+        self.problems: list[str] = []
         self._load()
 
     def _load(self) -> None:
@@ -33,30 +37,38 @@ class Stats(ApiObject):
             pipe.smembers(keys.QUEUES)
             pipe.lindex(keys.queue(DEFAULT_QUEUE), -1)
 
-        (processed, failed, scheduled, retries, dead, processes, queues,
-         oldest_default) = self._pipelined(first)
-        processes = [text(p) for p in processes]
-        queues = [text(q) for q in queues]
+        replies = [self._known(reply) for reply in self._pipelined(first, partial=True)]
+        processed, failed, scheduled, retries, dead, processes, queues, oldest = replies
+        identities = [] if processes is UNKNOWN else sorted(text(p) for p in processes)
+        queue_names = [] if queues is UNKNOWN else sorted(text(q) for q in queues)
 
         def second(pipe):
-            for identity in processes:
+            for identity in identities:
                 pipe.hget(identity, "busy")
-            for name in queues:
+            for name in queue_names:
                 pipe.llen(keys.queue(name))
 
-        replies = self._pipelined(second) if processes or queues else []
-        busy, lengths = replies[:len(processes)], replies[len(processes):]
-        self.processed = _int(processed)
-        self.failed = _int(failed)
-        self.scheduled_size = int(scheduled)
-        self.retry_size = int(retries)
-        self.dead_size = int(dead)
-        self.processes_size = len(processes)
-        self.workers_size = sum(_int(b) for b in busy)
-        sizes = sorted(zip(queues, (int(n) for n in lengths)), key=lambda q: (-q[1], q[0]))
-        self.queues: dict[str, int] = dict(sizes)
-        self.enqueued = sum(self.queues.values())
-        self.default_queue_latency = enqueued_latency(oldest_default)
+        later = self._pipelined(second, partial=True) if identities or queue_names else []
+        later = [self._known(reply) for reply in later]
+        busy, lengths = later[:len(identities)], later[len(identities):]
+        self.processed = None if processed is UNKNOWN else _int(processed)
+        self.failed = None if failed is UNKNOWN else _int(failed)
+        self.scheduled_size, self.retry_size, self.dead_size = (
+            None if size is UNKNOWN else int(size) for size in (scheduled, retries, dead))
+        self.processes_size = None if processes is UNKNOWN else len(identities)
+        self.workers_size = sum(_int(b) for b in busy if b is not UNKNOWN)
+        sizes = [(name, None if n is UNKNOWN else int(n)) for name, n in zip(queue_names, lengths)]
+        sizes.sort(key=lambda q: (-(q[1] or 0), q[0]))
+        self.queues: dict[str, int | None] = dict(sizes)
+        self.enqueued = None if queues is UNKNOWN else sum(n for n in self.queues.values() if n)
+        self.default_queue_latency = None if oldest is UNKNOWN else enqueued_latency(oldest)
+
+    def _known(self, reply):
+        """The reply, or UNKNOWN (with the problem noted) when its key had the wrong type."""
+        if isinstance(reply, WrongTypeError):
+            self.problems.append(str(reply))
+            return UNKNOWN
+        return reply
 
     @classmethod
     def reset(cls, *kinds: str, config=None) -> None:

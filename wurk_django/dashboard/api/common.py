@@ -20,6 +20,10 @@ MESSAGE_CHARS = 10_000
 SHOWN_FIELDS = {"class", "args", "jid", "queue", "created_at", "enqueued_at", "failed_at",
                 "retried_at", "retry_count", "retry", "error_class", "error_message",
                 "error_backtrace", "tags", "bid", "encrypt", "wrapped", "display_class"}
+# Sidekiq's retry options, shown with the retry policy when they have their usual types
+# (`backtrace`: true or a line count; `retry_for`: seconds); any other value is "extra".
+RETRY_OPTIONS = {"backtrace": (bool, int), "retry_for": (int, float), "retry_queue": (str,),
+                 "dead": (bool,)}
 
 
 def _int_param(value, default: int) -> int:
@@ -138,10 +142,12 @@ def job_detail(record: JobRecord, key: str, score: float | None = None) -> dict:
     detail = job_row(record, key, score)
     backtrace = record.error_backtrace
     unreadable = record.get("error_backtrace") is not None and not backtrace
+    options = retry_options(record)
     extra = {} if record.item is None else {
         name: json_text(value) for name, value in sorted(record.item.items())
-        if name not in SHOWN_FIELDS}
+        if name not in SHOWN_FIELDS and options.get(name) is None}
     detail.update({
+        "retry_options": options,
         "args": record.args if record.parsed else None,
         "raw": raw_text(record),
         "backtrace": None if unreadable else backtrace,
@@ -151,6 +157,24 @@ def job_detail(record: JobRecord, key: str, score: float | None = None) -> dict:
         "custom_rows": [],
     })
     return detail
+
+
+def retry_options(record: JobRecord) -> dict:
+    """Each of RETRY_OPTIONS: its value when it has the expected type, else None."""
+    options = {}
+    for name, types in RETRY_OPTIONS.items():
+        value = record.get(name)
+        usual = isinstance(value, types) and (bool in types or not isinstance(value, bool))
+        options[name] = value if usual and _exact_in_a_browser(value) else None
+    return options
+
+
+def _exact_in_a_browser(value) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return abs(value) < 2**53
+    return True
 
 
 def _retry_option(value):

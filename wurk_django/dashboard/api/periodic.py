@@ -28,7 +28,7 @@ def loops(request):
     loop_set = LoopSet()
     items = [loop_item(loop) for loop in loop_set]
     return {"items": items, "total": len(items), "leader": loop_set.leader(),
-            "server_time_ms": int(time.time() * 1000)}
+            "server_time_ms": int(time.time() * 1000), "problems": loop_set.problems}
 
 
 def one_loop(request, lid: str):

@@ -1,32 +1,35 @@
-"""`batches`, `limiters` and `profiles`: their pages exist with an empty state until the
-engines that write those keys land (§1.7, §1.9, §1.10).
+"""`batches`, `limiters` and `profiles`: routes kept for when their engines land.
 
-Each list answers the usual paging envelope with no items; each detail or action
-answers 404, as for a batch, limiter or profile that does not exist.
+Nothing in this version writes batches, rate limiters or profiles, so every one of
+these endpoints answers 501 `not_available` (and `api/meta` lists the three features
+as off) rather than an empty list that would suggest there is simply nothing yet.
+Turning a feature on in `overview.FEATURES` and routing real views here is all a later
+version needs.
 """
 
 from ..auth import ApiError, endpoint
-from .common import Paging
+from .overview import FEATURES
+
+NAMES = {"batches": "Batches", "limiters": "Rate limiters", "profiles": "Profiles"}
 
 
-def _empty(request, **kwargs):
-    paging = Paging(request)
-    return paging.envelope(paging.slice([]), 0, available=False)
-
-
-def _missing(kind: str):
+def _not_available(feature: str):
     def handler(request, **kwargs):
-        raise ApiError("not_found", f"No such {kind}.")
+        raise ApiError("not_available", f"{NAMES[feature]} are not available in this version "
+                       "of Wurk yet: nothing creates them.", feature=feature)
     return handler
 
 
+def _routes(feature: str, paths: list[tuple[str, str]]) -> dict:
+    if FEATURES[feature]:
+        raise RuntimeError(f"feature {feature!r} is on but still has placeholder routes")
+    return {path: endpoint(**{method: _not_available(feature)}) for path, method in paths}
+
+
 urls = {
-    "batches": endpoint(GET=_empty),
-    "batches/dead": endpoint(GET=_empty),
-    "batches/<str:bid>": endpoint(GET=_missing("batch")),
-    "limiters": endpoint(GET=_empty),
-    "limiters/<str:name>": endpoint(GET=_missing("limiter")),
-    "limiters/<str:name>/reset": endpoint(POST=_missing("limiter")),
-    "profiles": endpoint(GET=_empty),
-    "profiles/<str:key>/data": endpoint(GET=_missing("profile")),
+    **_routes("batches", [("batches", "GET"), ("batches/dead", "GET"),
+                          ("batches/<str:bid>", "GET")]),
+    **_routes("limiters", [("limiters", "GET"), ("limiters/<str:name>", "GET"),
+                           ("limiters/<str:name>/reset", "POST")]),
+    **_routes("profiles", [("profiles", "GET"), ("profiles/<str:key>/data", "GET")]),
 }

@@ -35,7 +35,7 @@ def processes(request):
     return {
         "items": items, "total": len(items), "processes": len(items), "threads": threads,
         "busy": busy, "utilization": round(100 * busy / threads, 1) if threads else 0.0,
-        "rss": sum(item["rss"] for item in items),
+        "rss": sum(item["rss"] for item in items), "problems": process_set.problems,
     }
 
 
@@ -71,7 +71,8 @@ def work(request):
     """Running jobs, oldest start first, filtered by exact queue or class, paged."""
     paging = Paging(request, default_count=WORK_PAGE_SIZE)
     queue, klass = request.GET.get("queue"), request.GET.get("class")
-    running = [w for _, _, w in Workers()
+    workers = Workers()
+    running = [w for _, _, w in workers
                if (not queue or w.queue == queue)
                and (not klass or klass in (w.job.klass, w.job.display_class))]
     if paging.sort == "desc":
@@ -79,11 +80,10 @@ def work(request):
     items = []
     for w in paging.slice(running):
         row = job_row(w.job, raw_text(w.job))
-        row.update({"identity": w.identity, "process": w.identity, "tid": w.tid,
-                    "thread": w.tid,
+        row.update({"identity": w.identity, "tid": w.tid,
                     "run_at_ms": int(w.run_at.timestamp() * 1000) if w.run_at else None})
         items.append(row)
-    return paging.envelope(items, len(running))
+    return paging.envelope(items, len(running), problems=workers.problems)
 
 
 urls = {

@@ -9,10 +9,10 @@ from ..auth import endpoint
 from .common import Paging, body_keys, job_row, raw_bytes, raw_text, result
 
 
-
 def summary_item(summary) -> dict:
-    return {"name": summary.name, "size": summary.size,
-            "latency": round(summary.latency, 3), "paused": summary.paused}
+    latency = None if summary.latency is None else round(summary.latency, 3)
+    return {"name": summary.name, "size": summary.size, "latency": latency,
+            "paused": summary.paused, "error": summary.error}
 
 
 def queues(request):
