@@ -126,6 +126,11 @@ def _execute(args, out) -> int:
         url, server = connect(args)
         ctx = measure.Context(url, log_dir)
         results = runner.run(targets, trials, args.repeat, ctx, not args.no_progress)
+    except BaseException:
+        if not args.log_dir:  # refused before any run: the folder of our own is still empty
+            with contextlib.suppress(OSError):
+                log_dir.rmdir()
+        raise
     finally:
         if server is not None:
             server.cleanup()

@@ -16,6 +16,7 @@ throw-away SQLite database, so it touches nothing of yours.
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -80,7 +81,8 @@ def main() -> None:
             print(f"{size:>10,} {fill_s:>8.1f} {last:>10,} {timings[0]:>10.2f} "
                   f"{timings[1]:>12.2f} {timings[2]:>11.2f} {timings[3]:>13.2f}", flush=True)
     finally:
-        server.stop()
+        server.cleanup()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -90,10 +90,12 @@ def test_without_redis_url_it_runs_its_own_redis_and_removes_it(tmp_path, monkey
         socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
 
 
-def test_a_redis_holding_data_is_refused(redis_url, redis_client):
+def test_a_redis_holding_data_is_refused(redis_url, redis_client, tmp_path, monkeypatch):
+    monkeypatch.setattr(cli.tempfile, "tempdir", str(tmp_path))  # where its log folder goes
     redis_client.set("precious", "1")
     assert cli.main([*TINY, "--redis-url", redis_url, "--sections", "enqueue"]) == 2
     assert redis_client.get("precious") == b"1"
+    assert list(tmp_path.iterdir()) == []  # no empty log folder left behind
 
 
 def cli_args(*argv):
