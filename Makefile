@@ -22,8 +22,11 @@ LEG1_DEPS := "Django>=5.2,<5.3" "django-tasks>=0.8"
 LEG2_DEPS := "Django>=6.0"
 DEMO_VENV := .venv/demo
 PYTEST_ARGS ?=
+# Under `make test` every skip is a failure (tests/support/require_all.py): this target
+# installs what the tests need, so a skip could only hide a test that did not run.
+PYTEST := -m pytest -p tests.support.require_all
 
-.PHONY: help test test-leg1 test-leg2 demo clean assets check-assets chromium bench bench-peers
+.PHONY: help test test-leg1 test-leg2 demo clean assets check-assets system-deps bench bench-peers
 
 help:
 	@echo "make demo   run the example project (worker + web + demo jobs)"
@@ -44,19 +47,21 @@ $(LEG2_VENV)/.installed: setup.cfg pyproject.toml
 
 test-leg1: $(LEG1_VENV)/.installed
 	@echo "=== leg 1: $$($(LEG1_VENV)/bin/python -c 'import sys, django; print(f"Python {sys.version.split()[0]}, Django {django.get_version()}")') ==="
-	$(LEG1_VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(LEG1_VENV)/bin/python $(PYTEST) $(PYTEST_ARGS)
 
 test-leg2: $(LEG2_VENV)/.installed
 	@echo "=== leg 2: $$($(LEG2_VENV)/bin/python -c 'import sys, django; print(f"Python {sys.version.split()[0]}, Django {django.get_version()}")') ==="
-	$(LEG2_VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(LEG2_VENV)/bin/python $(PYTEST) $(PYTEST_ARGS)
 
-test: check-assets chromium
-	$(MAKE) test-leg1
-ifeq ($(PY_NEW),)
-	@echo "make test: no Python 3.12+ found; ran only the Python 3.11 + Django 5.2 leg."
-else
-	$(MAKE) test-leg2
-endif
+# Leg 2 runs even when leg 1 fails, so one run shows both; the exit status is non-zero
+# when either failed.
+test: check-assets system-deps
+	@status=0; \
+	$(MAKE) --no-print-directory test-leg1 || status=1; \
+	if [ -n "$(PY_NEW)" ]; then $(MAKE) --no-print-directory test-leg2 || status=1; \
+	else echo "make test: no Python 3.12+ found; ran only the Python 3.11 + Django 5.2 leg."; fi; \
+	if [ $$status != 0 ]; then echo "make test: FAILED (see the legs above)"; fi; \
+	exit $$status
 
 $(DEMO_VENV)/.installed: setup.cfg pyproject.toml
 	@test -n "$(PY_OLD)$(PY_NEW)" || { echo "make demo: needs Python 3.11 or newer"; exit 1; }
@@ -117,16 +122,24 @@ check-assets:
 	  echo "check-assets: $(ASSETS_OUT) differs from a fresh build of static_src/: run 'make assets' and commit the result"; \
 	  exit 1; fi
 
-# Browser tests drive Debian's Chromium (never a downloaded browser build); install it
-# when missing if we can, else say how. The tests skip, with that reason, without it.
-CHROMIUM := /usr/bin/chromium
-chromium:
-	@if [ -x $(CHROMIUM) ]; then exit 0; fi; \
+# Debian packages the tests use: chromium (the browser tests drive it, never a downloaded
+# browser build), ruby-sidekiq (a real Sidekiq 6.4 for tests/compat) and redis-sentinel
+# (fail-over tests). As root, the missing ones are installed, quietly; an installed one is
+# left alone. Otherwise the command is printed, and the tests that need them fail.
+SYSTEM_PACKAGES := chromium ruby-sidekiq redis-sentinel
+system-deps:
+	@if ! command -v dpkg-query >/dev/null 2>&1; then \
+	  echo "make test: not a Debian system: install $(SYSTEM_PACKAGES) (or their equivalents) yourself"; \
+	  exit 0; fi; \
+	missing=$$(for p in $(SYSTEM_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	missing=$$(echo $$missing); \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "make test: installing Debian's chromium for the browser tests"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  echo "make test: installing Debian packages for the tests: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	else \
-	  echo "make test: $(CHROMIUM) not found: the browser tests will be skipped. Install it with: sudo apt-get install -y chromium"; \
+	  echo "make test: missing $$missing; the tests that need them will fail. Install: sudo apt-get install -y $$missing"; \
 	fi
 
 clean:

@@ -10,6 +10,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _ignore(signum, frame) -> None:
+    """Ignore a signal as SIG_IGN does, in Python, so exec resets it to the default."""
+
+
+def let_children_take_sigint() -> None:
+    """A suite launched with SIGINT ignored (`nohup`, `cmd &` in a script, `trap '' INT`)
+    would pass SIG_IGN on to every process a test starts, since exec keeps an ignored
+    signal ignored: a worker or server would then shrug off the SIGINT a test sends and the
+    test hang. A handler is reset to the default at exec instead, so this process still
+    ignores SIGINT, as its launcher asked, while the processes it starts take it."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, _ignore)
+
+
+let_children_take_sigint()  # tests/conftest.py imports this module at start, in the main thread
+
+
 def wait_until(predicate, timeout_s: float = 10, interval_s: float = 0.02, message: str = ""):
     """Poll `predicate` until it returns something truthy; fail with `message` on timeout."""
     deadline = time.monotonic() + timeout_s
