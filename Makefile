@@ -113,7 +113,7 @@ check-assets:
 	  echo "check-assets: SKIPPED: node/npm not found, so the committed bundle in $(ASSETS_OUT) was not compared with a fresh build (install Node 20+ and npm to check it)"; \
 	  exit 0; fi; \
 	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	cd static_src; $(NPM_CI); node scripts/check-safety.mjs; \
+	cd static_src; $(NPM_CI); node scripts/check-safety.mjs; npx tsc --noEmit -p .; \
 	npx vite build --logLevel error --emptyOutDir --outDir "$$tmp/wurk"; \
 	node scripts/verify-bundle.mjs "$$tmp/wurk"; \
 	if diff -r "$$tmp/wurk" ../$(ASSETS_OUT) >"$$tmp/diff" 2>&1; then \

@@ -32,8 +32,6 @@ const Metrics = lazy(() => import("./pages/Metrics"));
 const MetricsClass = lazy(() => import("./pages/MetricsClass"));
 const Periodic = lazy(() => import("./pages/Periodic"));
 const PeriodicLoop = lazy(() => import("./pages/PeriodicLoop"));
-const Batches = lazy(() => import("./pages/Batches"));
-const Limiters = lazy(() => import("./pages/Limiters"));
 
 const ROUTES: [RegExp, ComponentType<PageProps>, string][] = [
   [/^$/, Overview, "Overview"],
@@ -46,14 +44,25 @@ const ROUTES: [RegExp, ComponentType<PageProps>, string][] = [
   [/^metrics\/([^/]+)$/, MetricsClass, "Metrics"],
   [/^periodic$/, Periodic, "Periodic jobs"],
   [/^periodic\/([^/]+)$/, PeriodicLoop, "Periodic job"],
-  [/^batches$/, Batches, "Batches"],
-  [/^limiters$/, Limiters, "Limiters"],
+  [/^(batches|limiters)(?:\/.*)?$/, Unavailable, "Not available"],
 ];
 
 const TITLES: Record<string, string> = { retries: "Retries", scheduled: "Scheduled", dead: "Dead" };
 
 function NotFound() {
   return <Empty>There is no such page in the dashboard.</Empty>;
+}
+
+const UNAVAILABLE: Record<string, string> = { batches: "Batches", limiters: "Rate limiters" };
+
+/** Sections whose feature `api/meta` reports as off: nothing in this version creates them. */
+function Unavailable(props: PageProps) {
+  return (
+    <div class="w-page">
+      <h1>{UNAVAILABLE[props.params[0]]}</h1>
+      <Empty>{UNAVAILABLE[props.params[0]]} are not available in this version of Wurk yet.</Empty>
+    </div>
+  );
 }
 
 export function App() {

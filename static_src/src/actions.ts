@@ -6,13 +6,13 @@ import { toast } from "./components/Toasts";
 import { refreshNow } from "./poll";
 import { refreshStats } from "./stats";
 
-export interface RunOptions {
+export interface RunOptions<R> {
   confirm?: { title: string; body: string; confirm: string; danger?: boolean };
-  done?: (result: MutationResult) => string;
+  done?: (result: R) => string;
 }
 
 /** Run `action`; returns its result, or undefined if cancelled or failed (already toasted). */
-export async function run(action: () => Promise<MutationResult>, options: RunOptions = {}) {
+export async function run<R extends MutationResult>(action: () => Promise<R>, options: RunOptions<R> = {}) {
   if (options.confirm && !(await ask(options.confirm))) return undefined;
   try {
     const result = await action();
@@ -20,9 +20,9 @@ export async function run(action: () => Promise<MutationResult>, options: RunOpt
     return result;
   } catch (e) {
     const error = e as ApiError;
-    toast(error.status === 409 && error.body?.total !== undefined
-      ? `${error.detail || "The data changed"} (now ${error.body.total}). Reload and try again.`
-      : error.detail || error.message, "error");
+    toast(error.problem?.total !== undefined
+      ? `${error.detail} (now ${error.problem.total}). Reload and try again.`
+      : error.message, "error");
     return undefined;
   } finally {
     refreshNow();
@@ -31,12 +31,12 @@ export async function run(action: () => Promise<MutationResult>, options: RunOpt
 }
 
 /** "3 jobs", "1 job". */
-export const plural = (n: number | undefined, word: string, many = word + "s"): string =>
-  `${(n ?? 0).toLocaleString("en-US")} ${n === 1 ? word : many}`;
+export const plural = (n: number, word: string, many = word + "s"): string =>
+  `${n.toLocaleString("en-US")} ${n === 1 ? word : many}`;
 
 /** A toast line from the counts a mutation returned. */
 export function describe(result: MutationResult, verb: string): string {
-  const parts = [`${verb} ${plural(result.done ?? result.requested ?? 0, "job")}`];
+  const parts = [`${verb} ${plural(result.done, "job")}`];
   if (result.missing) parts.push(`${result.missing} had already gone`);
   return parts.join("; ") + ".";
 }

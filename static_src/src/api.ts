@@ -1,46 +1,296 @@
-// The one module that talks to the JSON API (dashboard.md §2). Every page goes through
-// here: URLs are built from the shell's config, mutations carry the CSRF header that
-// `meta` names, and errors arrive as ApiError built from RFC 9457 problem JSON.
+// The one module that talks to the JSON API. One interface per endpoint, exactly as the
+// server answers (the mock server's fixture is recorded from the real API and checked
+// against these types by src/contract.ts); mutations carry the CSRF header that `meta`
+// names, and errors arrive as ApiError built from RFC 9457 problem JSON.
 
 import { config } from "./config";
 
-export type Json = Record<string, any>;
 export type SetName = "retries" | "scheduled" | "dead";
+export type Feature = "metrics" | "periodic" | "queue_pause" | "batches" | "limiters" | "profiles";
+export type Sort = "asc" | "desc";
 
 export interface Meta {
-  version?: string;
+  version: string;
   read_only: boolean;
   can_change: boolean;
-  user?: string | { username?: string; name?: string };
-  csrf_header?: string;
-  csrf_header_name?: string;
-  csrf_cookie?: string;
-  csrf_cookie_name?: string;
-  csrf_token?: string;
-  poll_default?: number;
-  poll_interval_s?: number;
-  server_time_ms?: number;
-  features?: Record<string, boolean> | string[];
-  admin_url?: string;
-  logout_url?: string;
+  user: { username: string; name: string };
+  csrf_header: string; // Django's CSRF_HEADER_NAME as a header name, e.g. "X-CSRFTOKEN"
+  csrf_cookie: string;
+  csrf_token: string;
+  poll_default: number;
+  poll_choices: number[];
+  features: Record<Feature, boolean>;
+  sets: Record<SetName, { row_actions: string[]; all_actions: string[] }>;
+  admin_url: string;
+  logout_url: string;
+  server_time_ms: number;
 }
 
-export interface Paged<T = Json> {
+export interface RedisInfo {
+  redis_version: string;
+  uptime_in_days: number;
+  connected_clients: number;
+  used_memory_human: string;
+  used_memory_peak_human: string;
+  valkey_version?: string;
+  server_time_ms: number;
+}
+
+/** `api/stats`. A count is null when its key holds the wrong type (see `problems`). */
+export interface Stats {
+  processed: number | null;
+  failed: number | null;
+  busy: number;
+  processes: number | null;
+  enqueued: number | null;
+  retries: number | null;
+  scheduled: number | null;
+  dead: number | null;
+  default_latency: number | null; // seconds
+  redis: RedisInfo;
+  server_time_ms: number;
+  problems: string[];
+}
+
+export interface Mark {
+  at: string; // RFC 3339, UTC minute
+  at_ms: number;
+  label: string;
+}
+
+export interface History {
+  days: number;
+  processed: Record<string, number>; // "YYYY-MM-DD" → count, oldest first
+  failed: Record<string, number>;
+  marks: Mark[];
+}
+
+export interface Capsule {
+  concurrency: number;
+  mode: string;
+  weights: Record<string, number>;
+}
+
+export interface ProcessItem {
+  identity: string;
+  hostname: string | null;
+  pid: number | null;
+  tag: string | null;
+  labels: string[];
+  queues: string[];
+  weights: Record<string, number>[];
+  capsules: Record<string, Capsule>;
+  version: string | null;
+  concurrency: number;
+  busy: number;
+  rss: number; // KB
+  rtt_us: number;
+  started_at_ms: number | null;
+  beat_ms: number | null;
+  quiet: boolean;
+  stopping: boolean;
+  embedded: boolean;
+  stale: boolean;
+}
+
+export interface Processes {
+  items: ProcessItem[];
+  total: number;
+  processes: number;
+  threads: number;
+  busy: number;
+  utilization: number; // percent
+  rss: number;
+  problems: string[];
+}
+
+export interface Paged<T> {
   items: T[];
   page: number;
   count: number;
   total: number;
   pages: number;
-  sort?: string;
-  truncated?: boolean;
+  sort: Sort;
+  truncated: boolean;
+}
+
+/** A job as every list shows it; `args_preview` is server-made JSON text. */
+export interface JobRow {
+  key: string;
+  jid: string | null;
+  class: string | null;
+  display_class: string | null;
+  queue: string | null;
+  score: number | null; // epoch seconds, for sorted-set rows
+  created_at_ms: number | null;
+  enqueued_at_ms: number | null;
+  failed_at_ms: number | null;
+  retried_at_ms: number | null;
+  retry_count: number | null; // Sidekiq's: 0 after the first failure
+  retry: boolean | number | string | null;
+  error_class: string | null;
+  error_message: string | null;
+  tags: (string | null)[];
+  bid: string | null;
+  encrypted: boolean;
+  parsed: boolean;
+  args_preview: string;
+  args_truncated: boolean;
+}
+
+export interface WorkItem extends JobRow {
+  identity: string;
+  tid: string;
+  run_at_ms: number | null;
+}
+
+export interface Work extends Paged<WorkItem> {
+  problems: string[];
+}
+
+export interface QueueItem {
+  name: string;
+  size: number | null; // null: the key holds the wrong type (see `error`)
+  latency: number | null; // seconds
+  paused: boolean;
+  error: string | null;
+}
+
+export interface Queues {
+  items: QueueItem[];
+  total: number;
+}
+
+export interface QueueInfo {
+  name: string;
+  size: number;
+  latency: number;
+  paused: boolean;
+}
+
+export interface QueueJob extends JobRow {
+  raw: string; // the exact payload: LREM needs it byte for byte
+}
+
+export interface QueueJobs extends Paged<QueueJob> {
+  direction: Sort;
+  queue: string;
+}
+
+export interface SetPage extends Paged<JobRow> {
+  set: SetName;
+}
+
+export interface RetryOptions {
+  backtrace: boolean | number | null;
+  retry_for: number | null; // seconds
+  retry_queue: string | null;
+  dead: boolean | null;
+}
+
+export interface JobDetail extends JobRow {
+  args: unknown[] | null; // null when the payload does not parse
+  raw: string;
+  backtrace: string[] | null;
+  backtrace_unreadable: boolean;
+  wrapped: string | null;
+  extra: Record<string, string>; // other payload fields as JSON text
+  custom_rows: [string, string][];
+  retry_options: RetryOptions;
+}
+
+export interface ClassTotals {
+  class: string;
+  processed: number;
+  failed: number;
+  total_ms: number;
+  avg_ms: number; // per successful run
+}
+
+/** [processed, failed, ms] per bucket, in `series_fields` order. */
+export type Point = [number, number, number];
+
+interface MetricsWindow {
+  period: string;
+  bucket_s: number;
+  starts_at_ms: number;
+  ends_at_ms: number;
+  buckets: number[]; // bucket starts, epoch ms
+  marks: Mark[];
+  series_fields: string[];
+}
+
+export interface Metrics extends MetricsWindow {
+  items: ClassTotals[];
+  total: number;
+  series: Record<string, Point[]>; // the top classes only
+}
+
+export interface ClassMetrics extends MetricsWindow {
+  class: string;
+  totals: ClassTotals;
+  series: Point[];
+  histogram: { bounds_ms: number[]; counts: number[] };
+  histograms: number[][];
+}
+
+export interface Loop {
+  lid: string;
+  schedule: string;
+  class: string;
+  queue: string | null;
+  retry: boolean | number | null;
+  tz: string;
+  paused: boolean;
+  args_preview: string;
+  args_truncated: boolean;
+  options: Record<string, string>; // JSON text per option
+  last_fired_at_ms: number | null;
+  next_fire_at_ms: number | null;
+}
+
+export interface Loops {
+  items: Loop[];
+  total: number;
+  leader: string | null;
+  server_time_ms: number;
+  problems: string[];
+}
+
+export interface LoopDetail extends Loop {
+  history: { fired_at_ms: number; jid: string }[];
+  server_time_ms: number;
 }
 
 export interface MutationResult {
-  requested?: number;
-  done?: number;
-  missing?: number;
-  remaining?: number;
-  [key: string]: any;
+  requested: number;
+  done: number;
+  missing: number; // rows that vanished meanwhile
+  remaining: number;
+}
+
+export interface BulkResult extends MutationResult {
+  skipped: number; // unparseable rows an action cannot move
+}
+
+export interface RunResult extends MutationResult {
+  lid: string;
+  jid: string;
+}
+
+export interface PauseResult extends MutationResult {
+  name: string;
+  paused: boolean;
+}
+
+/** RFC 9457 problem JSON, as every error answer of the API is. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  total?: number; // 409 on an "all" action: the set's size now
+  feature?: Feature; // 501 not_available
 }
 
 export class ApiError extends Error {
@@ -48,7 +298,7 @@ export class ApiError extends Error {
     readonly status: number,
     readonly type: string,
     readonly detail: string,
-    readonly body: Json = {},
+    readonly problem?: Problem,
   ) {
     super(detail || type || `HTTP ${status}`);
   }
@@ -58,14 +308,7 @@ let csrf = { header: "X-CSRFToken", cookie: "csrftoken", token: "" };
 
 /** Remember how to send the CSRF token, as `meta` describes it. */
 export function setCsrf(meta: Meta): void {
-  let header = meta.csrf_header || meta.csrf_header_name || csrf.header;
-  // Django's CSRF_HEADER_NAME is a META key ("HTTP_X_CSRFTOKEN"); turn it into a header.
-  if (header.startsWith("HTTP_")) header = header.slice(5).replace(/_/g, "-");
-  csrf = {
-    header,
-    cookie: meta.csrf_cookie || meta.csrf_cookie_name || csrf.cookie,
-    token: meta.csrf_token || "",
-  };
+  csrf = { header: meta.csrf_header, cookie: meta.csrf_cookie, token: meta.csrf_token };
 }
 
 function csrfToken(): string {
@@ -77,11 +320,13 @@ function csrfToken(): string {
   return "";
 }
 
+export type Query = Record<string, string | number | undefined>;
+
 /** `path` under the API base with a query built from the defined, non-empty values. */
-export function apiUrl(path: string, query: Record<string, unknown> = {}): string {
+export function apiUrl(path: string, query: Query = {}): string {
   const params = new URLSearchParams();
   for (const [key, value] of Object.entries(query)) {
-    if (value !== undefined && value !== null && value !== "") params.set(key, String(value));
+    if (value !== undefined && value !== "") params.set(key, String(value));
   }
   const qs = params.toString();
   return config.api + path + (qs ? "?" + qs : "");
@@ -90,7 +335,11 @@ export function apiUrl(path: string, query: Record<string, unknown> = {}): strin
 /** One path segment from an untrusted name (a queue, a key, an identity). */
 export const seg = (value: string): string => encodeURIComponent(value);
 
-async function request(method: string, url: string, body?: unknown): Promise<any> {
+function isProblem(data: unknown): data is Problem {
+  return typeof data === "object" && data !== null && typeof (data as Problem).type === "string";
+}
+
+async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (method !== "GET") {
     headers["Content-Type"] = "application/json";
@@ -107,66 +356,52 @@ async function request(method: string, url: string, body?: unknown): Promise<any
   } catch {
     throw new ApiError(0, "network", "The server cannot be reached.");
   }
-  const text = await response.text();
-  let data: any = {};
+  let data: unknown;
   try {
-    data = text ? JSON.parse(text) : {};
+    data = await response.json();
   } catch {
-    data = {};
+    // Not JSON: a proxy's error page, or a server that is not this API.
+    throw new ApiError(response.status, `http_${response.status}`,
+      `The server answered ${response.status} ${response.statusText} without JSON.`);
   }
   if (!response.ok) {
-    const type = String(data.type || "").replace(/^.*\//, "") || `http_${response.status}`;
-    throw new ApiError(response.status, type, data.detail || data.title || response.statusText, data);
+    if (isProblem(data)) throw new ApiError(response.status, data.type, data.detail, data);
+    throw new ApiError(response.status, `http_${response.status}`, response.statusText);
   }
-  return data;
+  return data as T;
 }
 
-export const get = <T = any>(path: string, query?: Record<string, unknown>): Promise<T> =>
-  request("GET", apiUrl(path, query));
-export const post = (path: string, body?: unknown): Promise<MutationResult> =>
-  request("POST", apiUrl(path), body);
-export const del = (path: string, body?: unknown): Promise<MutationResult> =>
-  request("DELETE", apiUrl(path), body);
+export const get = <T>(path: string, query?: Query): Promise<T> => request<T>("GET", apiUrl(path, query));
+const post = <T = MutationResult>(path: string, body?: unknown): Promise<T> => request<T>("POST", apiUrl(path), body);
+const del = (path: string, body?: unknown): Promise<MutationResult> => request("DELETE", apiUrl(path), body);
 
-// Resource helpers: the paths of dashboard.md §2.2 in one place.
+// Every path the SPA calls, in one place.
 export const api = {
   meta: () => get<Meta>("meta"),
-  stats: () => get("stats"),
-  history: (days: number) => get("stats/history", { days }),
-  processes: () => get("processes"),
-  work: (query: Json) => get<Paged>("work", query),
-  signalProcess: (identity: string, action: "quiet" | "stop") =>
-    post(`processes/${seg(identity)}/${action}`),
+  stats: () => get<Stats>("stats"),
+  history: (days: number) => get<History>("stats/history", { days }),
+  processes: () => get<Processes>("processes"),
+  work: (query: { page: number; count: number }) => get<Work>("work", query),
+  signalProcess: (identity: string, action: "quiet" | "stop") => post(`processes/${seg(identity)}/${action}`),
   signalAll: (action: "quiet" | "stop") => post(`processes/${action}`),
-  queues: () => get("queues"),
-  queueJobs: (name: string, query: Json) => get<Paged>(`queues/${seg(name)}/jobs`, query),
-  pauseQueue: (name: string, pause: boolean) =>
-    post(`queues/${seg(name)}/${pause ? "pause" : "resume"}`),
+  queues: () => get<Queues>("queues"),
+  queue: (name: string) => get<QueueInfo>(`queues/${seg(name)}`),
+  queueJobs: (name: string, query: { page: number; direction: Sort; q: string }) =>
+    get<QueueJobs>(`queues/${seg(name)}/jobs`, query),
+  pauseQueue: (name: string, pause: boolean) => post<PauseResult>(`queues/${seg(name)}/${pause ? "pause" : "resume"}`),
   clearQueue: (name: string) => del(`queues/${seg(name)}`),
-  deleteQueueJobs: (name: string, raws: string[]) =>
-    post(`queues/${seg(name)}/jobs/delete`, { keys: raws }),
-  set: (set: SetName, query: Json) => get<Paged>(`sets/${set}`, query),
-  job: (set: SetName, key: string) => get(`sets/${set}/${seg(key)}`),
+  deleteQueueJobs: (name: string, raws: string[]) => post(`queues/${seg(name)}/jobs/delete`, { keys: raws }),
+  set: (set: SetName, query: Query) => get<SetPage>(`sets/${set}`, query),
+  job: (set: SetName, key: string) => get<JobDetail>(`sets/${set}/${seg(key)}`),
   jobAction: (set: SetName, key: string, action: string) =>
     action === "delete" ? del(`sets/${set}/${seg(key)}`) : post(`sets/${set}/${seg(key)}/${action}`),
-  bulk: (set: SetName, action: string, keys: string[]) =>
-    post(`sets/${set}/bulk`, { action, keys }),
+  bulk: (set: SetName, action: string, keys: string[]) => post<BulkResult>(`sets/${set}/bulk`, { action, keys }),
   all: (set: SetName, action: string, confirmTotal: number) =>
     post(`sets/${set}/all/${action}`, { confirm_total: confirmTotal }),
-  metrics: (query: Json) => get("metrics", query),
-  metricsClass: (klass: string, query: Json) => get(`metrics/${seg(klass)}`, query),
-  periodic: () => get("periodic"),
-  loop: (lid: string) => get(`periodic/${seg(lid)}`),
-  loopAction: (lid: string, action: "pause" | "resume" | "run") =>
-    post(`periodic/${seg(lid)}/${action}`),
-  batches: (query: Json) => get<Paged>("batches", query),
-  limiters: (query: Json) => get<Paged>("limiters", query),
+  metrics: (query: { period: string; q: string }) => get<Metrics>("metrics", query),
+  metricsClass: (klass: string, query: { period: string }) => get<ClassMetrics>(`metrics/${seg(klass)}`, query),
+  periodic: () => get<Loops>("periodic"),
+  loop: (lid: string) => get<LoopDetail>(`periodic/${seg(lid)}`),
+  loopAction: (lid: string, action: "pause" | "resume") => post(`periodic/${seg(lid)}/${action}`),
+  runLoop: (lid: string) => post<RunResult>(`periodic/${seg(lid)}/run`),
 };
-
-/** The list inside a response: `items`, or the response itself when it is an array. */
-export function itemsOf<T = Json>(data: any, key = "items"): T[] {
-  if (Array.isArray(data)) return data;
-  if (data && Array.isArray(data[key])) return data[key];
-  if (data && Array.isArray(data.items)) return data.items;
-  return [];
-}

@@ -27,8 +27,8 @@ export function useZone(): Zone {
 const pad = (n: number, width = 2) => String(n).padStart(width, "0");
 
 /** `2025-03-01 14:02:03 UTC`, or local time with its offset. */
-export function formatTime(ms: number | null | undefined, which: Zone = zone): string {
-  if (ms === null || ms === undefined || !Number.isFinite(ms)) return "—";
+export function formatTime(ms: number | null, which: Zone = zone): string {
+  if (ms === null || !Number.isFinite(ms)) return "—";
   const d = new Date(ms);
   if (which === "utc") {
     return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ` +
@@ -43,8 +43,8 @@ export function formatTime(ms: number | null | undefined, which: Zone = zone): s
 }
 
 /** A duration in seconds as `45 s`, `3 min 20 s`, `2 h 5 min`, `3 d 4 h`. */
-export function formatDuration(seconds: number | null | undefined): string {
-  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return "—";
+export function formatDuration(seconds: number | null): string {
+  if (seconds === null || !Number.isFinite(seconds)) return "—";
   const s = Math.max(0, seconds);
   if (s < 1) return `${Math.round(s * 1000)} ms`;
   if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
@@ -55,29 +55,31 @@ export function formatDuration(seconds: number | null | undefined): string {
   return `${Math.floor(h / 24)} d ${h % 24} h`;
 }
 
-/** `in 3 min 20 s` / `3 min 20 s ago`, relative to `now`. */
-export function relative(ms: number | null | undefined, now = Date.now()): string {
-  if (ms === null || ms === undefined || !Number.isFinite(ms)) return "—";
-  const diff = (ms - now) / 1000;
+/** `in 3 min 20 s` / `3 min 20 s ago`, relative to `now`. With `due`, the time is when
+ * something should happen: once it has passed, it reads "due now" rather than "… ago"
+ * (a retry or scheduled job waits for the scheduler's next poll, a few seconds). */
+export function relative(ms: number | null, options: { due?: boolean; now?: number } = {}): string {
+  if (ms === null || !Number.isFinite(ms)) return "—";
+  const diff = (ms - (options.now ?? Date.now())) / 1000;
+  if (options.due && diff < 1) return "due now";
   if (Math.abs(diff) < 1) return "now";
   return diff > 0 ? `in ${formatDuration(diff)}` : `${formatDuration(-diff)} ago`;
 }
 
+/** True when this browser's zone shows the same wall-clock time as UTC at `ms`. */
+export const localIsUtc = (ms: number): boolean => new Date(ms).getTimezoneOffset() === 0;
+
 const numberFormat = new Intl.NumberFormat("en-US");
-export const formatNumber = (n: number | null | undefined): string =>
-  n === null || n === undefined || !Number.isFinite(Number(n)) ? "—" : numberFormat.format(Number(n));
+export const formatNumber = (n: number | null): string =>
+  n === null || !Number.isFinite(n) ? "—" : numberFormat.format(n);
 
 /** Kilobytes (as heartbeats report RSS) in a readable unit. */
-export function formatKb(kb: number | null | undefined): string {
+export function formatKb(kb: number): string {
   if (!kb) return "—";
   if (kb < 1024) return `${kb} KB`;
   if (kb < 1024 * 1024) return `${(kb / 1024).toFixed(1)} MB`;
   return `${(kb / 1024 / 1024).toFixed(2)} GB`;
 }
 
-/** A score or timestamp in either wire format (float seconds or ms) as epoch ms. */
-export function toMs(value: unknown): number | null {
-  const n = typeof value === "string" ? Number.parseFloat(value) : Number(value);
-  if (value === null || value === undefined || !Number.isFinite(n)) return null;
-  return n < 1e11 ? n * 1000 : n; // seconds until the year 5138
-}
+/** A sorted-set score (epoch seconds, as Redis keeps it) as epoch ms. */
+export const scoreMs = (score: number | null): number | null => (score === null ? null : score * 1000);

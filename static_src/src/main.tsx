@@ -1,7 +1,7 @@
 // Entry point: read `api/meta`, then render the app into the shell's root element.
 
 import { render } from "preact";
-import { api, setCsrf, type Meta } from "./api";
+import { api, setCsrf, type ApiError, type Meta } from "./api";
 import { App } from "./App";
 import { startPolling } from "./poll";
 import { setSession } from "./session";
@@ -21,16 +21,17 @@ async function start(): Promise<void> {
   let meta: Meta;
   try {
     meta = await api.meta();
-  } catch (e: any) {
-    el.textContent = e?.status === 401
+  } catch (e) {
+    const error = e as ApiError;
+    el.textContent = error.status === 401
       ? "Your session has ended. Reload the page to sign in again."
-      : `The dashboard could not start: ${e?.message || e}`;
+      : `The dashboard could not start: ${error.message}`;
     el.className = "w-fatal";
     return;
   }
   setCsrf(meta);
   setSession(meta);
-  startPolling(meta.poll_default ?? meta.poll_interval_s);
+  startPolling(meta.poll_default);
   render(<App />, el);
 }
 

@@ -1,20 +1,17 @@
 // What the signed-in user may do, from `api/meta`: set once before the first render.
 
-import type { Meta } from "./api";
+import type { Feature, Meta } from "./api";
 
 export const session = {
-  meta: { read_only: false, can_change: false } as Meta,
-  /** Destructive and mutating controls are shown only when this is true (§2.5). */
+  meta: undefined as unknown as Meta, // set by main.tsx before anything renders
+  /** Destructive and mutating controls are shown only when this is true. */
   canAct: false,
 };
 
 export function setSession(meta: Meta): void {
   session.meta = meta;
-  session.canAct = !meta.read_only && meta.can_change !== false;
+  session.canAct = !meta.read_only && meta.can_change;
 }
 
-export function userName(meta: Meta): string {
-  const user = meta.user;
-  if (!user) return "";
-  return typeof user === "string" ? user : user.username || user.name || "";
-}
+/** Whether this version of the server offers a feature (batches and limiters: not yet). */
+export const hasFeature = (feature: Feature): boolean => session.meta.features[feature];

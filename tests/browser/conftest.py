@@ -80,9 +80,21 @@ def console():
     return Console()
 
 
+# A zone that is never UTC, so "local" and "UTC" times differ unless a test asks for UTC.
+CONTEXT_OPTIONS = {"viewport": {"width": 1280, "height": 900}, "color_scheme": "light",
+                   "timezone_id": "Europe/Paris"}
+
+
 @pytest.fixture
-def context(browser, console):
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
+def context_options(request):
+    """Browser context options; a test changes them with
+    `@pytest.mark.parametrize("context_options", [{...}], indirect=True)`."""
+    return {**CONTEXT_OPTIONS, **getattr(request, "param", {})}
+
+
+@pytest.fixture
+def context(browser, console, context_options):
+    context = browser.new_context(**context_options)
     # Poll every 2 s (the fastest choice) so tests wait less for the next refresh.
     context.add_init_script("window.localStorage.setItem('wurk.poll', '2')")
     context.set_default_timeout(15_000)
@@ -133,8 +145,7 @@ class Dashboard:
         self.page.wait_for_url(re.compile(re.escape(self.url()) + r"$"))
         self.page.wait_for_selector(".w-app")
         # The polled numbers have arrived (no wait_for_function: the CSP forbids eval).
-        self.page.locator('[data-stat="processed"] dd').filter(
-            has_text=re.compile(r"^[0-9,]+$")).wait_for()
+        self.page.locator('[data-stat="latency"]').wait_for()
         self.logged_in = True
 
     def open(self, path: str = "") -> None:
@@ -147,8 +158,12 @@ class Dashboard:
         return int(text.replace(",", "")) if text.replace(",", "").isdigit() else -1
 
     def screenshot(self, name: str, target: Path | None = None) -> Path:
-        # Let charts draw and the polled numbers settle before the picture.
-        self.page.wait_for_timeout(300)
+        """A full-page picture once nothing is loading, every chart has drawn its canvas
+        and the top bar holds numbers."""
+        expect = sync_api.expect
+        expect(self.page.locator(".w-loading")).to_have_count(0)
+        expect(self.page.locator(".w-chart:not(:has(canvas))")).to_have_count(0)
+        self.page.locator('[data-stat="latency"]').wait_for()
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         path = target or SCREENSHOTS / f"{name}.png"
         self.page.screenshot(path=str(path), full_page=True)

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tests.browser.conftest import ROOT, make_user
+from tests.browser.conftest import ROOT, make_user, sync_api
 from tests.support.workers import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -51,7 +51,8 @@ def seed_history(redis_client, config, days: int = 30) -> str:
     today = datetime.now(timezone.utc).date()
     for n in range(days):
         day = (today - timedelta(days=n)).isoformat()
-        redis_client.set(f"stat:processed:{day}", 4000 + 60 * ((n * 7) % 23) - 30 * n - (2500 if n == 0 else 0))
+        processed = 4000 + 60 * ((n * 7) % 23) - 30 * n - (2500 if n == 0 else 0)
+        redis_client.set(f"stat:processed:{day}", processed)
         redis_client.set(f"stat:failed:{day}", 20 + (n * 13) % 40)
     label = "v1.4.2 (a1b2c3d)"
     deploy.mark(label, at=datetime.now(timezone.utc) - timedelta(days=4), config=config)
@@ -73,13 +74,15 @@ def test_processed_count_rises_while_a_worker_runs(dashboard, admin_user, start_
     wait_until(lambda: dashboard.stat("processed") >= 30, timeout_s=30,
                message="the processed count to reach 30 in the top bar")
     assert dashboard.stat("failed") == 0
-    # More work over the next polls, so the realtime chart has a shape to draw.
+    # More work, one burst per poll, so the realtime chart has a shape to draw: each
+    # burst waits until the top bar has counted the one before.
+    done = 30
     for burst in (12, 25, 6):
         for n in range(burst):
             record.perform_async(n)
-        dashboard.page.wait_for_timeout(2100)
-    wait_until(lambda: dashboard.stat("processed") >= 73, timeout_s=30,
-               message="the processed count to reach 73")
+        done += burst
+        wait_until(lambda done=done: dashboard.stat("processed") >= done, timeout_s=30,
+                   message=f"the processed count to reach {done}")
     dashboard.page.get_by_text("Collecting:").wait_for(state="detached")
     # The realtime chart draws the differences between polls on a canvas.
     assert dashboard.page.locator(".w-chart canvas").count() >= 2
@@ -204,9 +207,15 @@ def test_periodic_job_pause_resume_and_run_now(dashboard, admin_user, redis_clie
     row.get_by_role("button", name="Resume").click()
     row.locator(".w-badge", has_text="paused").wait_for(state="detached")
     dashboard.screenshot("periodic")
+    last_run = row.locator('td[data-cell="last"]')
+    assert "2 min" in last_run.inner_text()
+    before_s = int(time.time())
     row.get_by_role("button", name="Run now").click()
     wait_until(lambda: redis_client.llen("queue:default") == 1, message="the loop's job")
     assert json.loads(redis_client.lindex("queue:default", 0))["args"] == [1]
+    # The manual run is the loop's last run now, on the page as in Redis.
+    sync_api.expect(last_run).to_contain_text(re.compile(r"\bnow\b|\b\d(\.\d)? s ago"))
+    assert int(redis_client.hget("loops:loop1", "lf")) >= before_s
     row.get_by_role("link", name="tests.core.jobs.record").click()
     dashboard.page.locator("main h1", has_text="tests.core.jobs.record").wait_for()
     dashboard.screenshot("periodic-loop")
@@ -228,8 +237,9 @@ def test_every_page_renders(dashboard, admin_user, redis_client, start_worker, c
                message="the worker to process the jobs")
     pages = {
         "busy": "Busy", "queues/low": "Queue low", "scheduled": "Scheduled",
-        "retries": "Retries", "metrics": "Metrics", "metrics/tests.core.jobs.record": "tests.core.jobs.record",
-        "batches": "Batches", "limiters": "Limiters", "": "Overview", "retries?sort=desc&q=ValueError": "Retries",
+        "retries": "Retries", "metrics": "Metrics",
+        "metrics/tests.core.jobs.record": "tests.core.jobs.record",
+        "": "Overview", "retries?sort=desc&q=ValueError": "Retries",
     }
     for path, heading in pages.items():
         dashboard.open(path)

@@ -4,6 +4,7 @@
 import { useEffect, useRef } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import type { Mark as ApiMark } from "../api";
 import { useZone, type Zone } from "../format";
 
 export interface Mark {
@@ -84,7 +85,7 @@ function options(props: Props, width: number, marks: () => Mark[], zone: Zone): 
     scales: { x: { time: true } },
     axes: [
       props.dayTicks
-        ? { ...axis, values: "{YYYY}-{MM}-{DD}" as any, space: 90 }
+        ? { ...axis, values: "{YYYY}-{MM}-{DD}", space: 90 }
         : { ...axis, space: 70, incrs: TIME_STEPS, values: (_u: uPlot, splits: number[], _i: number, _s: number, step: number) => splits.map((t) => clock(t, step, zone)) },
       { ...axis, size: 60 },
     ],
@@ -134,19 +135,7 @@ export function Chart(props: Props) {
   return <div class="w-chart" ref={box} role="img" aria-label={props.label} />;
 }
 
-/** Deploy marks from any of the shapes an API may use: a list of objects or {time: label}. */
-export function parseMarks(raw: unknown): Mark[] {
-  const out: Mark[] = [];
-  const push = (time: unknown, label: unknown) => {
-    const t = typeof time === "number" ? (time > 1e11 ? time / 1000 : time) : Date.parse(String(time)) / 1000;
-    if (Number.isFinite(t)) out.push({ t, label: String(label ?? "") });
-  };
-  if (Array.isArray(raw)) {
-    for (const m of raw) {
-      if (m && typeof m === "object") push(m.at_ms ?? m.time_ms ?? m.at ?? m.time ?? m.t, m.label);
-    }
-  } else if (raw && typeof raw === "object") {
-    for (const [time, label] of Object.entries(raw)) push(time, label);
-  }
-  return out.sort((a, b) => a.t - b.t);
+/** Deploy marks as the API sends them, for a chart (epoch seconds), oldest first. */
+export function chartMarks(marks: ApiMark[]): Mark[] {
+  return marks.map((m) => ({ t: m.at_ms / 1000, label: m.label })).sort((a, b) => a.t - b.t);
 }

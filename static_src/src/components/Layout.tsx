@@ -3,24 +3,25 @@
 import type { ComponentChildren } from "preact";
 import { formatDuration, formatNumber, setZone, useZone } from "../format";
 import { POLL_CHOICES, setPollInterval, usePoll } from "../poll";
-import { session, userName } from "../session";
+import type { Feature } from "../api";
+import { hasFeature, session } from "../session";
 import { useStats, useStatsPolling } from "../stats";
-import { config } from "../config";
 import { ConfirmHost } from "./Confirm";
 import { Toasts } from "./Toasts";
-import { Link } from "./ui";
+import { Link, Problems } from "./ui";
 
-export const NAV = [
+// A section with a feature appears only when `api/meta` says the server offers it.
+export const NAV: { path: string; label: string; feature?: Feature }[] = [
   { path: "", label: "Overview" },
   { path: "busy", label: "Busy" },
   { path: "queues", label: "Queues" },
   { path: "retries", label: "Retries" },
   { path: "scheduled", label: "Scheduled" },
   { path: "dead", label: "Dead" },
-  { path: "metrics", label: "Metrics" },
-  { path: "periodic", label: "Periodic" },
-  { path: "batches", label: "Batches" },
-  { path: "limiters", label: "Limiters" },
+  { path: "metrics", label: "Metrics", feature: "metrics" },
+  { path: "periodic", label: "Periodic", feature: "periodic" },
+  { path: "batches", label: "Batches", feature: "batches" },
+  { path: "limiters", label: "Limiters", feature: "limiters" },
 ];
 
 function section(path: string): string {
@@ -53,14 +54,15 @@ function ZoneToggle() {
 
 function StatsBar() {
   const { stats } = useStats();
-  const items: [string, string, number | undefined][] = [
-    ["Processed", "", stats?.processed],
-    ["Failed", "", stats?.failed],
-    ["Busy", "busy", stats?.busy],
-    ["Enqueued", "queues", stats?.enqueued],
-    ["Retries", "retries", stats?.retries],
-    ["Scheduled", "scheduled", stats?.scheduled],
-    ["Dead", "dead", stats?.dead],
+  // A number is null when its key holds the wrong type: "—", and the banner says why.
+  const items: [string, string, number | null][] = [
+    ["Processed", "", stats ? stats.processed : null],
+    ["Failed", "", stats ? stats.failed : null],
+    ["Busy", "busy", stats ? stats.busy : null],
+    ["Enqueued", "queues", stats ? stats.enqueued : null],
+    ["Retries", "retries", stats ? stats.retries : null],
+    ["Scheduled", "scheduled", stats ? stats.scheduled : null],
+    ["Dead", "dead", stats ? stats.dead : null],
   ];
   return (
     <dl class="w-statsbar" aria-label="Totals">
@@ -70,7 +72,7 @@ function StatsBar() {
           <dd>{formatNumber(value)}</dd>
         </div>
       ))}
-      {stats?.default_latency !== undefined && (
+      {stats && (
         <div class="w-stat" data-stat="latency">
           <dt>Latency</dt>
           <dd title="Age of the oldest job in the default queue">{formatDuration(stats.default_latency)}</dd>
@@ -89,7 +91,7 @@ function Banners() {
       </div>
     );
   }
-  if (meta.can_change === false) {
+  if (!meta.can_change) {
     return (
       <div class="w-banner w-banner-info" role="note" data-banner="no-permission">
         You can look but not change anything: your account lacks the permission to change the dashboard.
@@ -99,12 +101,16 @@ function Banners() {
   return null;
 }
 
+function StatsProblems() {
+  const { stats } = useStats();
+  return stats ? <div class="w-stats-problems"><Problems problems={stats.problems} /></div> : null;
+}
+
 export function Layout(props: { path: string; children: ComponentChildren }) {
   useStatsPolling();
   const { meta } = session;
   const current = section(props.path);
-  const adminUrl = meta.admin_url || config.mount.replace(/[^/]+\/$/, "");
-  const user = userName(meta);
+  const user = meta.user.username;
   return (
     <div class="w-app">
       <header class="w-header">
@@ -116,18 +122,19 @@ export function Layout(props: { path: string; children: ComponentChildren }) {
           <PollSelect />
           <ZoneToggle />
           {user && <span class="w-user">{user}</span>}
-          <a href={adminUrl} class="w-header-link">Django admin</a>
+          <a href={meta.admin_url} class="w-header-link">Django admin</a>
         </div>
       </header>
       <StatsBar />
       <nav class="w-nav" aria-label="Sections">
-        {NAV.map((item) => (
+        {NAV.filter((item) => !item.feature || hasFeature(item.feature)).map((item) => (
           <Link key={item.path} to={item.path} class={item.path === current ? "w-tab w-tab-current" : "w-tab"}>
             {item.label}
           </Link>
         ))}
       </nav>
       <Banners />
+      <StatsProblems />
       <main class="w-main" id="w-main">{props.children}</main>
       <ConfirmHost />
       <Toasts />

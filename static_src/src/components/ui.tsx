@@ -4,11 +4,11 @@
 import { Fragment, type ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import { ApiError } from "../api";
-import { formatTime, relative, useZone } from "../format";
+import { formatTime, localIsUtc, relative, useZone } from "../format";
 import { href, navigate, setQuery } from "../router";
 
 /** A link to a page of the dashboard, handled without a reload. */
-export function Link(props: { to: string; query?: Record<string, unknown>; class?: string; children: ComponentChildren; title?: string }) {
+export function Link(props: { to: string; query?: Record<string, string>; class?: string; children: ComponentChildren; title?: string }) {
   const url = href(props.to, props.query);
   const onClick = (e: MouseEvent) => {
     if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
@@ -35,28 +35,42 @@ export function ErrorBox(props: { error: ApiError | undefined }) {
   return <div class="w-banner w-banner-error" role="alert">{text}</div>;
 }
 
-/** A time in the chosen zone, with the relative time beside it and the other zone on hover. */
-export function Time(props: { ms: number | null | undefined; rel?: boolean }) {
+/** A time in the chosen zone, with the relative time beside it and the other zone on
+ * hover (when it differs). `due`: a time something should happen at (see `relative`). */
+export function Time(props: { ms: number | null; rel?: boolean; due?: boolean }) {
   const zone = useZone();
   const { ms } = props;
-  if (ms === null || ms === undefined) return <span class="w-muted">—</span>;
-  const other = formatTime(ms, zone === "utc" ? "local" : "utc");
+  if (ms === null) return <span class="w-muted">—</span>;
+  const other = localIsUtc(ms) ? undefined : formatTime(ms, zone === "utc" ? "local" : "utc");
   return (
     <time dateTime={new Date(ms).toISOString()} title={other}>
-      {props.rel ? relative(ms) : formatTime(ms)}
+      {props.rel ? relative(ms, { due: props.due }) : formatTime(ms)}
     </time>
   );
 }
 
-/** Both zones at once, for detail pages. */
-export function BothTimes(props: { ms: number | null | undefined }) {
-  if (props.ms === null || props.ms === undefined) return <span class="w-muted">—</span>;
+/** Both zones at once, for detail pages; one line when this browser's zone is UTC. */
+export function BothTimes(props: { ms: number | null; due?: boolean }) {
+  const { ms } = props;
+  if (ms === null) return <span class="w-muted">—</span>;
   return (
     <span class="w-times">
-      <span>{formatTime(props.ms, "local")} <span class="w-muted">(local)</span></span>
-      <span>{formatTime(props.ms, "utc")}</span>
-      <span class="w-muted">{relative(props.ms)}</span>
+      {!localIsUtc(ms) && <span>{formatTime(ms, "local")} <span class="w-muted">(local)</span></span>}
+      <span>{formatTime(ms, "utc")}</span>
+      <span class="w-muted">{relative(ms, { due: props.due })}</span>
     </span>
+  );
+}
+
+/** What the server could not read (keys holding the wrong type), above what it could. */
+export function Problems(props: { problems: string[] | undefined }) {
+  const problems = props.problems ?? [];
+  if (problems.length === 0) return null;
+  return (
+    <div class="w-banner w-banner-warning" role="note" data-banner="problems">
+      <div>Some data in Redis could not be read and is left out:</div>
+      <ul class="w-problems">{problems.map((p) => <li key={p}>{p}</li>)}</ul>
+    </div>
   );
 }
 

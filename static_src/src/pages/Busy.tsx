@@ -1,21 +1,20 @@
 // Busy: live processes (quiet/stop) and the jobs they run now (dashboard.md §1.2).
 
-import { api, itemsOf, type Json } from "../api";
+import { api, type ProcessItem } from "../api";
 import { run } from "../actions";
-import { Badge, ErrorBox, Empty, Loading, Pager, Time } from "../components/ui";
-import { formatDuration, formatKb, formatNumber, toMs } from "../format";
+import { Badge, ErrorBox, Empty, Loading, Pager, Problems, Time } from "../components/ui";
+import { formatDuration, formatKb, formatNumber } from "../format";
 import { useResource } from "../hooks";
 import { intParam } from "../router";
 import { session } from "../session";
 
-function processName(p: Json): string {
-  return p.hostname && p.pid ? `${p.hostname}:${p.pid}` : String(p.identity ?? "");
+function processName(p: ProcessItem): string {
+  return p.hostname && p.pid ? `${p.hostname}:${p.pid}` : p.identity;
 }
 
-function ProcessRow(props: { p: Json }) {
+function ProcessRow(props: { p: ProcessItem }) {
   const { p } = props;
-  const queues: string[] = Array.isArray(p.queues) ? p.queues : [];
-  const capsules = p.capsules && typeof p.capsules === "object" ? Object.entries(p.capsules as Json) : [];
+  const capsules = Object.entries(p.capsules);
   const signal = (action: "quiet" | "stop") => run(() => api.signalProcess(p.identity, action), {
     confirm: action === "stop"
       ? { title: "Stop this process?", body: `${processName(p)} finishes its running jobs (up to its timeout) and exits.`, confirm: "Stop", danger: true }
@@ -27,10 +26,9 @@ function ProcessRow(props: { p: Json }) {
       <td>
         <div class="w-strong">{processName(p)}</div>
         <div class="w-badges">
-          {p.tag && <Badge>{String(p.tag)}</Badge>}
-          {(Array.isArray(p.labels) ? p.labels : []).map((l: string) => <Badge key={l} kind="label">{String(l)}</Badge>)}
-          {(p.quiet || p.is_quiet) && <Badge kind="warning">quiet</Badge>}
-          {p.stopping && !p.quiet && !p.is_quiet && <Badge kind="warning">stopping</Badge>}
+          {p.tag && <Badge>{p.tag}</Badge>}
+          {p.labels.map((l) => <Badge key={l} kind="label">{l}</Badge>)}
+          {p.quiet && <Badge kind="warning">quiet</Badge>}
           {p.embedded && <Badge kind="info">embedded</Badge>}
           {p.stale && <Badge kind="error" title="No heartbeat for three intervals">stale</Badge>}
         </div>
@@ -39,19 +37,19 @@ function ProcessRow(props: { p: Json }) {
         {capsules.length > 1
           ? capsules.map(([name, c]) => (
             <div key={name} class="w-small">
-              <span class="w-muted">{name} ({String(c?.concurrency ?? "?")}): </span>
-              {Object.keys(c?.weights && typeof c.weights === "object" ? c.weights : {}).join(", ")}
+              <span class="w-muted">{name} ({c.concurrency}): </span>
+              {Object.keys(c.weights).join(", ")}
             </div>))
-          : <span class="w-small">{queues.join(", ")}</span>}
+          : <span class="w-small">{p.queues.join(", ")}</span>}
       </td>
-      <td>{p.version ? String(p.version) : "—"}</td>
-      <td><Time ms={toMs(p.started_at_ms ?? p.started_at)} rel /></td>
+      <td>{p.version ?? "—"}</td>
+      <td><Time ms={p.started_at_ms} rel /></td>
       <td class="w-num">{formatKb(p.rss)}</td>
       <td class="w-num">{formatNumber(p.concurrency)}</td>
       <td class="w-num">{formatNumber(p.busy)}</td>
       {session.canAct && (
         <td class="w-actions">
-          {!p.embedded && !(p.quiet || p.is_quiet) && <button type="button" class="w-btn w-btn-small" onClick={() => signal("quiet")}>Quiet</button>}
+          {!p.embedded && !p.quiet && <button type="button" class="w-btn w-btn-small" onClick={() => signal("quiet")}>Quiet</button>}
           {!p.embedded && <button type="button" class="w-btn w-btn-small w-btn-danger" onClick={() => signal("stop")}>Stop</button>}
         </td>
       )}
@@ -61,10 +59,8 @@ function ProcessRow(props: { p: Json }) {
 
 function Processes() {
   const res = useResource(() => api.processes(), "processes");
-  const items = itemsOf(res.data);
-  const threads = items.reduce((n, p) => n + (Number(p.concurrency) || 0), 0);
-  const busy = items.reduce((n, p) => n + (Number(p.busy) || 0), 0);
-  const rss = items.reduce((n, p) => n + (Number(p.rss) || 0), 0);
+  const data = res.data;
+  const items = data?.items ?? [];
   const all = (action: "quiet" | "stop") => run(() => api.signalAll(action), {
     confirm: { title: `${action === "quiet" ? "Quiet" : "Stop"} every process?`,
       body: `Sends ${action} to ${items.filter((p) => !p.embedded).length} processes (embedded ones are skipped).`,
@@ -82,14 +78,17 @@ function Processes() {
           </div>
         )}
       </div>
-      <dl class="w-facts w-facts-row">
-        <div><dt>Processes</dt><dd>{formatNumber(items.length)}</dd></div>
-        <div><dt>Threads</dt><dd>{formatNumber(threads)}</dd></div>
-        <div><dt>Busy</dt><dd>{formatNumber(busy)}</dd></div>
-        <div><dt>Utilisation</dt><dd>{threads ? `${Math.round((busy / threads) * 100)} %` : "—"}</dd></div>
-        <div><dt>Total RSS</dt><dd>{formatKb(rss)}</dd></div>
-      </dl>
+      {data && (
+        <dl class="w-facts w-facts-row">
+          <div><dt>Processes</dt><dd>{formatNumber(data.processes)}</dd></div>
+          <div><dt>Threads</dt><dd>{formatNumber(data.threads)}</dd></div>
+          <div><dt>Busy</dt><dd>{formatNumber(data.busy)}</dd></div>
+          <div><dt>Utilisation</dt><dd>{data.threads ? `${Math.round(data.utilization)} %` : "—"}</dd></div>
+          <div><dt>Total RSS</dt><dd>{formatKb(data.rss)}</dd></div>
+        </dl>
+      )}
       <ErrorBox error={res.error} />
+      <Problems problems={data?.problems} />
       {res.loading && !res.data && <Loading />}
       {res.data && items.length === 0 && <Empty>No worker process is running. Start one with <code>manage.py wurk_worker</code>.</Empty>}
       {items.length > 0 && (
@@ -107,12 +106,13 @@ function Processes() {
 
 function Work(props: { page: number }) {
   const res = useResource(() => api.work({ page: props.page, count: 100 }), `work-${props.page}`);
-  const items = itemsOf(res.data);
+  const items = res.data?.items ?? [];
   const now = Date.now();
   return (
     <section class="w-panel">
       <h2>Running jobs</h2>
       <ErrorBox error={res.error} />
+      <Problems problems={res.data?.problems} />
       {res.loading && !res.data && <Loading />}
       {res.data && items.length === 0 && <Empty>No job is running right now.</Empty>}
       {items.length > 0 && (
@@ -121,16 +121,15 @@ function Work(props: { page: number }) {
             <thead><tr><th>Process</th><th>Thread</th><th>JID</th><th>Queue</th><th>Class</th><th>Arguments</th><th>Started</th><th class="w-num">Running for</th></tr></thead>
             <tbody>
               {items.map((w) => {
-                const started = toMs(w.run_at_ms ?? w.run_at);
+                const started = w.run_at_ms;
                 return (
-                  <tr key={`${w.identity ?? w.process}-${w.tid ?? w.thread}`}>
-                    <td class="w-small">{String(w.process ?? w.identity ?? "")}</td>
-                    <td class="w-mono w-small">{String(w.tid ?? w.thread ?? "")}</td>
-                    <td class="w-mono">{String(w.jid ?? "")}</td>
-                    <td>{String(w.queue ?? "")}</td>
-                    <td>{String(w.display_class ?? w.class ?? "")}
-                      {w.iteration && <div class="w-small w-muted">iteration: {JSON.stringify(w.iteration)}</div>}</td>
-                    <td><code class="w-args">{String(w.args_preview ?? "")}</code></td>
+                  <tr key={`${w.identity}-${w.tid}`}>
+                    <td class="w-small">{w.identity}</td>
+                    <td class="w-mono w-small">{w.tid}</td>
+                    <td class="w-mono">{w.jid ?? ""}</td>
+                    <td>{w.queue ?? ""}</td>
+                    <td>{w.display_class ?? ""}</td>
+                    <td><code class="w-args">{w.args_preview}</code></td>
                     <td><Time ms={started} /></td>
                     <td class="w-num">{started ? formatDuration((now - started) / 1000) : "—"}</td>
                   </tr>

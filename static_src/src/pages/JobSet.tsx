@@ -2,12 +2,12 @@
 // the score, search and field filters in the URL, row, bulk and "all" actions.
 
 import { useEffect, useState } from "preact/hooks";
-import { api, itemsOf, type Json, type MutationResult, type SetName } from "../api";
+import { api, type JobRow, type MutationResult, type SetName } from "../api";
 import { describe, plural, run } from "../actions";
 import { ask } from "../components/Confirm";
 import { toast } from "../components/Toasts";
 import { Empty, ErrorBox, Link, Loading, Pager, SearchForm, Time } from "../components/ui";
-import { formatNumber, toMs } from "../format";
+import { formatNumber, scoreMs } from "../format";
 import { useResource } from "../hooks";
 import { intParam, setQuery } from "../router";
 import { session } from "../session";
@@ -20,9 +20,11 @@ export interface ActionSpec {
   danger?: boolean;
 }
 
-export const SETS: Record<SetName, { title: string; when: string; defaultSort: "asc" | "desc"; actions: ActionSpec[]; empty: string }> = {
+// `due`: the score is when the job should move to its queue, so a passed time reads
+// "due now" (the scheduler picks it up within a poll) rather than "… ago".
+export const SETS: Record<SetName, { title: string; when: string; due: boolean; defaultSort: "asc" | "desc"; actions: ActionSpec[]; empty: string }> = {
   retries: {
-    title: "Retries", when: "Next retry", defaultSort: "asc", empty: "No job is waiting for a retry.",
+    title: "Retries", when: "Next retry", due: true, defaultSort: "asc", empty: "No job is waiting for a retry.",
     actions: [
       { action: "retry", label: "Retry now", verb: "Retried", all: "Retry all" },
       { action: "delete", label: "Delete", verb: "Deleted", all: "Delete all", danger: true },
@@ -30,14 +32,14 @@ export const SETS: Record<SetName, { title: string; when: string; defaultSort: "
     ],
   },
   scheduled: {
-    title: "Scheduled", when: "Scheduled for", defaultSort: "asc", empty: "No job is scheduled.",
+    title: "Scheduled", when: "Scheduled for", due: true, defaultSort: "asc", empty: "No job is scheduled.",
     actions: [
       { action: "add_to_queue", label: "Add to queue", verb: "Enqueued", all: "Enqueue all" },
       { action: "delete", label: "Delete", verb: "Deleted", all: "Delete all", danger: true },
     ],
   },
   dead: {
-    title: "Dead", when: "Died", defaultSort: "desc", empty: "No dead job: nothing has run out of retries.",
+    title: "Dead", when: "Died", due: false, defaultSort: "desc", empty: "No dead job: nothing has run out of retries.",
     actions: [
       { action: "retry", label: "Retry now", verb: "Retried", all: "Retry all" },
       { action: "delete", label: "Delete", verb: "Deleted", all: "Delete all", danger: true },
@@ -68,12 +70,12 @@ function Filters(props: { query: URLSearchParams }) {
 async function runAll(set: SetName, spec: ActionSpec, total: number): Promise<MutationResult> {
   let done = 0;
   let missing = 0;
-  let result: MutationResult = {};
+  let result: MutationResult = { requested: 0, done: 0, missing: 0, remaining: 0 };
   let expected = total;
   for (let round = 0; round < 1000; round++) {
     result = await api.all(set, spec.action, expected);
-    done += result.done ?? 0;
-    missing += result.missing ?? 0;
+    done += result.done;
+    missing += result.missing;
     if (!result.remaining) break;
     expected = result.remaining;
     toast(`${spec.verb} ${formatNumber(done)} so far; ${formatNumber(result.remaining)} to go…`);
@@ -106,33 +108,52 @@ function AllActions(props: { set: SetName; total: number }) {
   );
 }
 
-function Row(props: { set: SetName; job: Json; selected: boolean; onSelect: (on: boolean) => void }) {
+/** "failed once", "failed 4 times": Sidekiq's retry_count is 0 after the first failure. */
+export function failures(retryCount: number | null): string | null {
+  if (retryCount === null) return null;
+  const n = retryCount + 1;
+  return n === 1 ? "failed once" : `failed ${formatNumber(n)} times`;
+}
+
+/** The confirmation a destructive row action asks for (delete, kill); none otherwise. */
+export function rowConfirm(set: SetName, spec: ActionSpec, job: JobRow) {
+  if (!spec.danger) return undefined;
+  const name = `${job.display_class ?? "job"} ${job.jid ?? ""}`.trim();
+  const body = spec.action === "kill"
+    ? `${name} moves to Dead and is not retried again.`
+    : `${name} leaves ${SETS[set].title} and will not run. It cannot be undone.`;
+  return { title: `${spec.label} ${name}?`, body, confirm: spec.label, danger: true };
+}
+
+function Row(props: { set: SetName; job: JobRow; selected: boolean; onSelect: (on: boolean) => void }) {
   const { set, job } = props;
-  const key = String(job.key);
+  const { key } = job;
   const act = (spec: ActionSpec) => run(() => api.jobAction(set, key, spec.action), {
-    done: (r) => (r.done === 0 ? "That job had already gone." : `${spec.verb} ${String(job.display_class ?? job.class ?? "job")} ${String(job.jid ?? "")}.`),
+    confirm: rowConfirm(set, spec, job),
+    done: (r) => (r.done === 0 ? "That job had already gone." : `${spec.verb} ${job.display_class ?? "job"} ${job.jid ?? ""}.`),
   });
   const showError = set !== "scheduled";
+  const failed = failures(job.retry_count);
   return (
-    <tr data-jid={String(job.jid ?? "")}>
+    <tr data-jid={job.jid ?? ""}>
       {session.canAct && (
         <td class="w-check">
-          <input type="checkbox" checked={props.selected} aria-label={`Select job ${String(job.jid ?? key)}`}
+          <input type="checkbox" checked={props.selected} aria-label={`Select job ${job.jid ?? key}`}
             onChange={(e) => props.onSelect((e.target as HTMLInputElement).checked)} />
         </td>
       )}
-      <td><Link to={`${set}/${encodeURIComponent(key)}`}><Time ms={toMs(job.score)} rel /></Link></td>
-      <td>{String(job.queue ?? "")}</td>
-      <td>
-        <div>{String(job.display_class ?? job.class ?? "")}</div>
-        <div class="w-mono w-small w-muted">{String(job.jid ?? "")}</div>
+      <td data-label={SETS[set].when} data-cell="when"><Link to={`${set}/${encodeURIComponent(key)}`}><Time ms={scoreMs(job.score)} rel due={SETS[set].due} /></Link></td>
+      <td data-label="Queue">{job.queue ?? ""}</td>
+      <td data-label="Job">
+        <div>{job.display_class ?? ""}</div>
+        <div class="w-mono w-small w-muted">{job.jid ?? ""}</div>
       </td>
-      <td><code class="w-args">{String(job.args_preview ?? "")}</code></td>
+      <td data-label="Arguments"><code class="w-args">{job.args_preview}</code></td>
       {showError && (
-        <td class="w-error-cell">
-          {job.error_class && <div class="w-strong">{String(job.error_class)}</div>}
-          <div class="w-small">{String(job.error_message ?? "").slice(0, 300)}</div>
-          {job.retry_count !== undefined && job.retry_count !== null && <div class="w-small w-muted">retried {String(job.retry_count)}×</div>}
+        <td data-label="Error" class="w-error-cell">
+          {job.error_class && <div class="w-strong">{job.error_class}</div>}
+          <div class="w-small">{(job.error_message ?? "").slice(0, 300)}</div>
+          {failed && <div class="w-small w-muted" data-cell="failures">{failed}</div>}
         </td>
       )}
       {session.canAct && (
@@ -157,11 +178,11 @@ export default function JobSet(props: { params: string[]; query: URLSearchParams
   const filters = { q: query.get("q") || "", class: query.get("class") || "", queue: query.get("queue") || "", error_class: query.get("error_class") || "" };
   const key = `${set}-${page}-${sort}-${JSON.stringify(filters)}`;
   const res = useResource(() => api.set(set, { page, count: 25, sort, ...filters }), key);
-  const items = itemsOf(res.data);
+  const items = res.data?.items ?? [];
   const total = res.data?.total ?? 0;
   const [selected, setSelected] = useState<Set<string>>(new Set());
   useEffect(() => setSelected(new Set()), [key]);
-  const visible = new Set(items.map((j) => String(j.key)));
+  const visible = new Set(items.map((j) => j.key));
   const chosen = [...selected].filter((k) => visible.has(k));
   const allChosen = items.length > 0 && chosen.length === items.length;
   const toggle = (k: string, on: boolean) => {
@@ -209,7 +230,7 @@ export default function JobSet(props: { params: string[]; query: URLSearchParams
       )}
       {items.length > 0 && (
         <div class="w-table-wrap">
-          <table class="w-table" data-table="jobs">
+          <table class="w-table w-stack" data-table="jobs">
             <thead>
               <tr>
                 {session.canAct && (
@@ -229,8 +250,8 @@ export default function JobSet(props: { params: string[]; query: URLSearchParams
             </thead>
             <tbody>
               {items.map((job) => (
-                <Row key={String(job.key)} set={set} job={job} selected={selected.has(String(job.key))}
-                  onSelect={(on) => toggle(String(job.key), on)} />
+                <Row key={job.key} set={set} job={job} selected={selected.has(job.key)}
+                  onSelect={(on) => toggle(job.key, on)} />
               ))}
             </tbody>
           </table>

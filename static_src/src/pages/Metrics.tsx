@@ -1,7 +1,7 @@
 // Metrics: per-class executions, failures, total and mean time over a period (§1.6).
 
-import { api, itemsOf, type Json } from "../api";
-import { Chart, parseMarks } from "../components/Chart";
+import { api, type ClassTotals, type Metrics as MetricsData, type Point } from "../api";
+import { Chart, chartMarks } from "../components/Chart";
 import { Empty, ErrorBox, Link, Loading, SearchForm, Segmented } from "../components/ui";
 import { formatDuration, formatNumber, formatTime } from "../format";
 import { useResource } from "../hooks";
@@ -14,50 +14,37 @@ export interface ClassRow {
   processed: number;
   failed: number;
   totalMs: number;
-  meanMs: number | null;
+  meanMs: number | null; // null when no run succeeded: only successes book time
 }
 
-function n(value: unknown): number {
-  const x = Number(value);
-  return Number.isFinite(x) ? x : 0;
-}
-
-/** One class's numbers; mean = ms / (processed − failed): only successes book time. */
-export function classRow(row: Json): ClassRow {
-  const processed = n(row.processed ?? row.p);
-  const failed = n(row.failed ?? row.f);
-  const totalMs = row.total_ms !== undefined || row.ms !== undefined ? n(row.total_ms ?? row.ms) : n(row.total_s) * 1000;
-  const successes = processed - failed;
-  const meanMs = row.mean_ms ?? row.avg_ms ?? (successes > 0 ? totalMs / successes : null);
-  return { klass: String(row.class ?? row.klass ?? row.name ?? ""), processed, failed, totalMs, meanMs };
+export function classRow(totals: ClassTotals): ClassRow {
+  const successes = totals.processed - totals.failed;
+  return { klass: totals.class, processed: totals.processed, failed: totals.failed,
+    totalMs: totals.total_ms, meanMs: successes > 0 ? totals.avg_ms : null };
 }
 
 /** Bucket start times (epoch seconds) of a metrics answer. */
-export function bucketTimes(data: Json | undefined): number[] {
-  return (Array.isArray(data?.buckets) ? data!.buckets : []).map((ms: number) => ms / 1000);
-}
+export const bucketTimes = (buckets: number[]): number[] => buckets.map((ms) => ms / 1000);
 
-/** Column `field` ("processed", "failed" or "ms") of `[p, f, ms]` points. */
-export function column(points: unknown, field: string, fields: string[] = ["processed", "failed", "ms"]): number[] {
-  const index = fields.indexOf(field);
-  return Array.isArray(points) ? points.map((p) => (Array.isArray(p) ? n(p[index]) : 0)) : [];
-}
+/** One column of `[processed, failed, ms]` points. */
+export const PROCESSED = 0, FAILED = 1, MS = 2;
+export const column = (points: Point[], index: number): number[] => points.map((p) => p[index]);
 
 const PALETTE = ["--w-c1", "--w-c2", "--w-c3", "--w-c4", "--w-c5"];
 
 /** Total run time per bucket of the top classes (the answer's `series`, keyed by class). */
-function TopChart(props: { data: Json }) {
+function TopChart(props: { data: MetricsData }) {
   const { data } = props;
-  const x = bucketTimes(data);
-  const series = data.series && !Array.isArray(data.series) ? Object.entries(data.series as Json) : [];
+  const x = bucketTimes(data.buckets);
+  const series = Object.entries(data.series);
   if (x.length < 2 || series.length === 0) return null;
   return (
     <section class="w-panel">
       <h2>Run time of the top classes <span class="w-muted w-small">seconds per {data.bucket_s >= 600 ? "10 minutes" : "minute"}</span></h2>
-      <Chart label="Total run time per time bucket of the busiest classes" x={x} marks={parseMarks(data.marks)}
+      <Chart label="Total run time per time bucket of the busiest classes" x={x} marks={chartMarks(data.marks)}
         series={series.slice(0, PALETTE.length).map(([klass, points], i) => ({
           spec: { label: klass, color: PALETTE[i] },
-          values: column(points, "ms", data.series_fields).map((ms) => ms / 1000),
+          values: column(points, MS).map((ms) => ms / 1000),
         }))} />
     </section>
   );
@@ -95,10 +82,9 @@ export default function Metrics(props: { query: URLSearchParams }) {
   const q = props.query.get("q") || "";
   // The one-hour view refreshes with the poll; longer windows change too slowly to bother.
   const res = useResource(() => api.metrics({ period, q }), `metrics-${period}-${q}`, period === "1h");
-  const data = res.data as Json | undefined;
-  const list = itemsOf(data);
-  const rows = list.map(classRow).sort((a, b) => b.totalMs - a.totalMs);
-  const marks = parseMarks(data?.marks);
+  const data = res.data;
+  const rows = (data?.items ?? []).map(classRow).sort((a, b) => b.totalMs - a.totalMs);
+  const marks = data ? chartMarks(data.marks) : [];
   return (
     <div class="w-page">
       <div class="w-panel-head">
@@ -122,7 +108,7 @@ export default function Metrics(props: { query: URLSearchParams }) {
                   <td class="w-num">{formatNumber(r.processed)}</td>
                   <td class="w-num">{formatNumber(r.failed)}</td>
                   <td class="w-num">{formatDuration(r.totalMs / 1000)}</td>
-                  <td class="w-num">{r.meanMs === null ? "—" : `${Number(r.meanMs).toFixed(1)} ms`}</td>
+                  <td class="w-num">{r.meanMs === null ? "—" : `${r.meanMs.toFixed(1)} ms`}</td>
                 </tr>
               ))}
             </tbody>

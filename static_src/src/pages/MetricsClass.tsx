@@ -1,11 +1,11 @@
 // One class's metrics (≤ 8 h): execution-time histogram and per-minute executions (§1.6).
 
-import { api, itemsOf, type Json } from "../api";
-import { Chart, parseMarks } from "../components/Chart";
+import { api, type ClassMetrics } from "../api";
+import { Chart, chartMarks } from "../components/Chart";
 import { Empty, ErrorBox, Link, Loading } from "../components/ui";
 import { formatDuration, formatNumber } from "../format";
 import { useResource } from "../hooks";
-import { bucketTimes, classRow, column, PeriodPicker } from "./Metrics";
+import { bucketTimes, classRow, column, FAILED, PeriodPicker, PROCESSED } from "./Metrics";
 
 const PERIODS = ["1h", "2h", "4h", "8h"];
 
@@ -15,12 +15,10 @@ function ms(bound: number): string {
 
 /** Histogram rows [label, count] from `{bounds_ms, counts}`: bucket i holds runs shorter
  * than bounds[i], the last one everything longer; empty buckets at both ends are dropped. */
-function buckets(data: Json | undefined): [string, number][] {
-  const h = data?.histogram;
-  const bounds: number[] = Array.isArray(h?.bounds_ms) ? h.bounds_ms : [];
-  const counts: number[] = Array.isArray(h?.counts) ? h.counts.map(Number) : [];
+function buckets(data: ClassMetrics): [string, number][] {
+  const { bounds_ms: bounds, counts } = data.histogram;
   const rows = counts.map((c, i): [string, number] =>
-    [i < bounds.length ? `< ${ms(bounds[i])}` : `≥ ${ms(bounds[bounds.length - 1])}`, c || 0]);
+    [i < bounds.length ? `< ${ms(bounds[i])}` : `≥ ${ms(bounds[bounds.length - 1])}`, c]);
   const first = rows.findIndex(([, c]) => c > 0);
   if (first < 0) return [];
   const last = rows.length - 1 - [...rows].reverse().findIndex(([, c]) => c > 0);
@@ -31,13 +29,12 @@ export default function MetricsClass(props: { params: string[]; query: URLSearch
   const klass = props.params[0];
   const period = PERIODS.includes(props.query.get("period") || "") ? props.query.get("period")! : "1h";
   const res = useResource(() => api.metricsClass(klass, { period }), `metrics-${klass}-${period}`, period === "1h");
-  const data = res.data as Json | undefined;
-  const totals = data ? classRow({ class: klass, ...(data.totals ?? data.summary ?? data) }) : null;
-  const hist = buckets(data);
+  const data = res.data;
+  const totals = data ? classRow(data.totals) : null;
+  const hist = data ? buckets(data) : [];
   const max = Math.max(1, ...hist.map(([, c]) => c));
-  const x = bucketTimes(data);
-  const fields = data?.series_fields;
-  const marks = parseMarks(data?.marks);
+  const x = data ? bucketTimes(data.buckets) : [];
+  const marks = data ? chartMarks(data.marks) : [];
   return (
     <div class="w-page">
       <p class="w-crumbs"><Link to="metrics">Metrics</Link> ›</p>
@@ -52,7 +49,7 @@ export default function MetricsClass(props: { params: string[]; query: URLSearch
           <div><dt>Processed</dt><dd>{formatNumber(totals.processed)}</dd></div>
           <div><dt>Failed</dt><dd>{formatNumber(totals.failed)}</dd></div>
           <div><dt>Total time</dt><dd>{formatDuration(totals.totalMs / 1000)}</dd></div>
-          <div><dt>Mean time</dt><dd>{totals.meanMs === null ? "—" : `${Number(totals.meanMs).toFixed(1)} ms`}</dd></div>
+          <div><dt>Mean time</dt><dd>{totals.meanMs === null ? "—" : `${totals.meanMs.toFixed(1)} ms`}</dd></div>
         </dl>
       )}
       {data && (
@@ -77,8 +74,8 @@ export default function MetricsClass(props: { params: string[]; query: URLSearch
         <section class="w-panel">
           <h2>Executions per minute</h2>
           <Chart label={`${klass}: executions per minute`} x={x} marks={marks}
-            series={[{ spec: { label: "Processed", color: "--w-processed", fill: true }, values: column(data.series, "processed", fields) },
-              { spec: { label: "Failed", color: "--w-failed", fill: true }, values: column(data.series, "failed", fields) }]} />
+            series={[{ spec: { label: "Processed", color: "--w-processed", fill: true }, values: column(data.series, PROCESSED) },
+              { spec: { label: "Failed", color: "--w-failed", fill: true }, values: column(data.series, FAILED) }]} />
         </section>
       )}
     </div>

@@ -1,8 +1,8 @@
 // Overview: realtime processed/failed differences, daily history with deploy marks,
 // and the Redis panel (dashboard.md §1.1).
 
-import { api, type Json } from "../api";
-import { Chart, parseMarks } from "../components/Chart";
+import { api } from "../api";
+import { Chart, chartMarks } from "../components/Chart";
 import { ErrorBox, Loading, Segmented } from "../components/ui";
 import { formatNumber, formatTime } from "../format";
 import { plural } from "../actions";
@@ -10,6 +10,7 @@ import { useResource } from "../hooks";
 import { usePoll } from "../poll";
 import { intParam, setQuery } from "../router";
 import { realtime, useStats } from "../stats";
+import type { RedisInfo } from "../api";
 
 const DAYS = [7, 30, 90, 180];
 const SERIES = [
@@ -39,9 +40,9 @@ function dayStart(day: string): number {
 function History(props: { days: number }) {
   const { days } = props;
   const history = useResource(() => api.history(days), `history-${days}`, false);
-  const data = history.data as Json | undefined;
-  const dates = Object.keys(data?.processed || {}).sort();
-  const marks = parseMarks(data?.marks ?? data?.deploys);
+  const data = history.data;
+  const dates = data ? Object.keys(data.processed).sort() : [];
+  const marks = data ? chartMarks(data.marks) : [];
   return (
     <section class="w-panel">
       <div class="w-panel-head">
@@ -56,7 +57,7 @@ function History(props: { days: number }) {
           x={dates.map(dayStart)} marks={marks.map((m) => ({ ...m, t: Math.floor(m.t / 86400) * 86400 }))}
           series={[
             { spec: SERIES[0], values: dates.map((d) => data.processed[d] ?? 0) },
-            { spec: SERIES[1], values: dates.map((d) => data.failed?.[d] ?? 0) },
+            { spec: SERIES[1], values: dates.map((d) => data.failed[d] ?? 0) },
           ]} />
       )}
       {marks.length > 0 && (
@@ -68,7 +69,7 @@ function History(props: { days: number }) {
   );
 }
 
-const REDIS_FIELDS: [string, string][] = [
+const REDIS_FIELDS: [keyof RedisInfo, string][] = [
   ["redis_version", "Version"],
   ["uptime_in_days", "Uptime (days)"],
   ["connected_clients", "Connections"],
@@ -78,19 +79,18 @@ const REDIS_FIELDS: [string, string][] = [
 
 function RedisPanel() {
   const { stats } = useStats();
-  const redis = (stats?.redis || stats?.redis_info) as Json | undefined;
-  const serverMs = redis?.server_time_ms ?? stats?.server_time_ms;
+  const redis = stats?.redis;
   return (
     <section class="w-panel" aria-label="Redis">
       <h2>Redis</h2>
-      {!redis && <p class="w-muted">{stats ? "No Redis information in this answer." : "Loading…"}</p>}
+      {!redis && <p class="w-muted">Loading…</p>}
       {redis && (
         <dl class="w-facts w-facts-row">
           {REDIS_FIELDS.filter(([key]) => key !== "redis_version" || !redis.valkey_version).map(([key, label]) => (
-            <div key={key}><dt>{label}</dt><dd>{redis[key] === undefined ? "—" : String(redis[key])}</dd></div>
+            <div key={key}><dt>{label}</dt><dd>{String(redis[key])}</dd></div>
           ))}
-          {redis.valkey_version && <div><dt>Valkey</dt><dd>{String(redis.valkey_version)}</dd></div>}
-          {serverMs && <div><dt>Server time</dt><dd>{formatTime(serverMs, "utc")}</dd></div>}
+          {redis.valkey_version && <div><dt>Valkey</dt><dd>{redis.valkey_version}</dd></div>}
+          <div><dt>Server time</dt><dd>{formatTime(redis.server_time_ms, "utc")}</dd></div>
         </dl>
       )}
     </section>
@@ -103,8 +103,8 @@ function Summary() {
   if (!stats) return null;
   return (
     <p class="w-summary">
-      {plural(stats.processes, "process", "processes")}, {plural(stats.busy, "job")} running,{" "}
-      {formatNumber(stats.enqueued)} waiting in queues.
+      {stats.processes === null ? "An unknown number of processes" : plural(stats.processes, "process", "processes")},{" "}
+      {plural(stats.busy, "job")} running, {formatNumber(stats.enqueued)} waiting in queues.
     </p>
   );
 }

@@ -1,33 +1,36 @@
-// Queues: size, latency, paused; pause/resume and clear (dashboard.md §1.3).
+// Queues: size, latency, paused; pause/resume and clear. A queue whose key holds the
+// wrong type is one row with its size unknown and the reason, not a broken page.
 
-import { api, itemsOf, type Json } from "../api";
+import { api, type QueueInfo, type QueueItem } from "../api";
 import { plural, run } from "../actions";
 import { Badge, Empty, ErrorBox, Link, Loading } from "../components/ui";
 import { formatDuration, formatNumber } from "../format";
 import { useResource } from "../hooks";
 import { session } from "../session";
 
-export function queueActions(q: Json) {
-  const name = String(q.name);
+export function queueActions(q: QueueItem | QueueInfo) {
+  const { name } = q;
   const pause = () => run(() => api.pauseQueue(name, !q.paused), {
     done: () => `Queue ${name} ${q.paused ? "resumed" : "paused"}.`,
   });
+  const jobs = q.size === null ? "every job" : `all ${plural(q.size, "job")}`;
   const clear = () => run(() => api.clearQueue(name), {
-    confirm: { title: `Clear queue ${name}?`, body: `This deletes all ${plural(q.size, "job")} waiting in ${name}. It cannot be undone.`, confirm: "Clear queue", danger: true },
+    confirm: { title: `Clear queue ${name}?`, body: `This deletes ${jobs} waiting in ${name}. It cannot be undone.`, confirm: "Clear queue", danger: true },
     done: () => `Queue ${name} cleared.`,
   });
   return { pause, clear };
 }
 
-function QueueRow(props: { q: Json }) {
+function QueueRow(props: { q: QueueItem }) {
   const { q } = props;
   const { pause, clear } = queueActions(q);
   return (
-    <tr data-queue={String(q.name)}>
-      <td><Link to={`queues/${encodeURIComponent(q.name)}`} class="w-strong">{String(q.name)}</Link>
-        {q.paused && <> <Badge kind="warning">paused</Badge></>}</td>
-      <td class="w-num">{formatNumber(q.size)}</td>
-      <td class="w-num">{formatDuration(q.latency ?? q.latency_s)}</td>
+    <tr data-queue={q.name}>
+      <td data-label="Queue"><Link to={`queues/${encodeURIComponent(q.name)}`} class="w-strong">{q.name}</Link>
+        {q.paused && <> <Badge kind="warning">paused</Badge></>}
+        {q.error && <div class="w-small w-error-note" data-error="queue">Size unknown: {q.error}</div>}</td>
+      <td data-label="Size" class="w-num">{q.size === null ? "unknown" : formatNumber(q.size)}</td>
+      <td data-label="Latency" class="w-num">{formatDuration(q.latency)}</td>
       {session.canAct && (
         <td class="w-actions">
           <button type="button" class="w-btn w-btn-small" onClick={pause}>{q.paused ? "Resume" : "Pause"}</button>
@@ -40,7 +43,7 @@ function QueueRow(props: { q: Json }) {
 
 export default function Queues() {
   const res = useResource(() => api.queues(), "queues");
-  const items = itemsOf(res.data);
+  const items = res.data?.items ?? [];
   return (
     <div class="w-page">
       <h1>Queues</h1>
@@ -49,7 +52,7 @@ export default function Queues() {
       {res.data && items.length === 0 && <Empty>No queue exists yet: queues appear when a job is pushed to them.</Empty>}
       {items.length > 0 && (
         <div class="w-table-wrap">
-          <table class="w-table" data-table="queues">
+          <table class="w-table w-stack" data-table="queues">
             <thead><tr><th>Queue</th><th class="w-num">Size</th><th class="w-num">Latency</th>
               {session.canAct && <th><span class="w-visually-hidden">Actions</span></th>}</tr></thead>
             <tbody>{items.map((q) => <QueueRow key={q.name} q={q} />)}</tbody>
