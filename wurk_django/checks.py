@@ -1,13 +1,24 @@
-"""System checks for `manage.py check`: the WURK setting, cron entries and Redis."""
+"""System checks for `manage.py check`: the WURK setting, cron loops and Redis.
+
+The settings are validated once, by building the Config; each check here reports what
+that raised (named by the WURK key), picking the id by the key at fault.
+"""
 
 from django.core.checks import Error, Warning, register
 
 from . import conf
-from .core.config import ROUTABLE_QUEUE, parse_queue
+from .core.config import ROUTABLE_QUEUE
 from .core.errors import ConfigurationError, WurkError
 
 REDIS_CHECK_TIMEOUT_S = 1.0
 HINT_DOCS = "See the configuration reference in Wurk's README."
+QUEUES_HINT = 'Write "name" or "name,weight" with a whole-number weight, e.g. "critical,3".'
+CRON_HINT = ('Five fields, e.g. "*/5 * * * *" (a sixth field, last, gives seconds), and '
+             '"task" naming a task by import path or wire name.')
+# The check id for an invalid key; every other key is wurk.E004.
+CHECK_IDS = {"QUEUES": ("wurk.E003", QUEUES_HINT), "CRON": ("wurk.E005", CRON_HINT),
+             "CRON_TZ": ("wurk.E005", CRON_HINT),
+             "EMBEDDED": ("wurk.E007", 'Use True, or {"CONCURRENCY": 2}.')}
 
 
 @register("wurk")
@@ -16,70 +27,50 @@ def check_settings(app_configs=None, **kwargs):
         wurk = conf.wurk_settings()
     except ConfigurationError as exc:
         return [Error(str(exc), hint="Set WURK = {...} to a dict.", id="wurk.E001")]
-    problems = _check_unknown_keys(wurk) + _check_queues(wurk) + _check_cron(wurk)
-    if any(p.is_serious() for p in problems):
-        return problems  # a broken setting makes building the Config pointless
+    problems = _check_unknown_keys(wurk)
     try:
-        config = conf.build_config(resolve_embedded=False)
-    except (WurkError, TypeError, ValueError) as exc:
+        parsed, config = conf.load(resolve_embedded=False)
+    except ConfigurationError as exc:
+        return problems + [_setting_error(exc)]
+    except (WurkError, TypeError, ValueError) as exc:  # a check never ends in a traceback
         return problems + [Error(f"Invalid WURK setting: {exc}", hint=HINT_DOCS,
                                  id="wurk.E004")]
-    return problems + _check_embedded(wurk) + _check_routable(config) + _check_redis(config)
+    problems += _check_embedded(parsed, config) + _check_loops(config)
+    if any(p.is_serious() for p in problems):
+        return problems
+    return problems + _check_routable(config) + _check_redis(parsed, config)
 
 
-def _check_embedded(wurk) -> list:
-    from .embedded import embedded_overrides
+def _setting_error(exc: ConfigurationError, key: str | None = None) -> Error:
+    check_id, hint = CHECK_IDS.get(key or getattr(exc, "key", None), ("wurk.E004", HINT_DOCS))
+    return Error(f"{exc}.", hint=hint, id=check_id)
+
+
+def _check_embedded(parsed, config) -> list:
+    if not parsed.embedded:
+        return []
+    labels = {field: f"WURK['EMBEDDED']['{key}']" for key, field in conf.EMBEDDED_KEYS.items()}
     try:
-        embedded_overrides(wurk)
-    except (WurkError, TypeError, ValueError) as exc:
-        return [Error(f"WURK['EMBEDDED']: {exc}", hint='Use True, or {"CONCURRENCY": 2}.',
-                      id="wurk.E007")]
+        config.replace(**parsed.embedded)
+    except ConfigurationError as exc:
+        return [_setting_error(conf.config_error(exc, labels), "EMBEDDED")]
     return []
+
+
+def _check_loops(config) -> list:
+    """Loops that name no known task, and bad `@wurk_task(cron=...)` declarations."""
+    from .core.cron import entry_problems
+    return [_setting_error(conf.config_error(exc, {"cron_entries": "WURK['CRON']"}), "CRON")
+            for exc in entry_problems(config)]
 
 
 def _check_unknown_keys(wurk) -> list:
     problems = []
     for key, close in conf.unknown_keys(wurk):
-        hint = f"Did you mean {close!r}?" if close else f"Known keys: {', '.join(sorted(conf.KNOWN_KEYS))}."
+        hint = (f"Did you mean {close!r}?" if close
+                else f"Known keys: {', '.join(sorted(conf.KNOWN_KEYS))}.")
         problems.append(Error(f"Unknown key {key!r} in the WURK setting.", hint=hint,
                               id="wurk.E002"))
-    return problems
-
-
-def _check_queues(wurk) -> list:
-    queues = wurk.get("QUEUES", ["default"])
-    if isinstance(queues, str) or not isinstance(queues, (list, tuple)) or not queues:
-        return [Error(f"WURK['QUEUES'] must be a non-empty list, got {queues!r}.",
-                      hint='For example ["critical,3", "default,2", "low"].', id="wurk.E003")]
-    problems = []
-    for entry in queues:
-        try:
-            parse_queue(entry)
-        except ConfigurationError as exc:
-            problems.append(Error(f"WURK['QUEUES']: {exc}.",
-                                  hint='Write "name" or "name,weight" with a whole-number '
-                                       'weight, e.g. "critical,3".', id="wurk.E003"))
-    return problems
-
-
-def _check_cron(wurk) -> list:
-    from .core.cron import entry_from_setting
-    entries = wurk.get("CRON", [])
-    if not isinstance(entries, (list, tuple)):
-        return [Error("WURK['CRON'] must be a list of entries.", hint=HINT_DOCS, id="wurk.E005")]
-    problems = []
-    hint = ('Five fields, e.g. "*/5 * * * *" (a sixth field, last, gives seconds), and '
-            '"task" naming a task by import path or wire name.')
-    for index, entry in enumerate(entries):
-        where = f"WURK['CRON'][{index}]"
-        if not isinstance(entry, dict):
-            problems.append(Error(f"{where} must be a dict with 'cron' and 'task', got "
-                                  f"{entry!r:.100}.", hint=hint, id="wurk.E005"))
-            continue
-        try:
-            entry_from_setting(entry, f"{where} ({entry.get('task')})", wurk.get("CRON_TZ", ""))
-        except ConfigurationError as exc:
-            problems.append(Error(f"{exc}.", hint=hint, id="wurk.E005"))
     return problems
 
 
@@ -89,9 +80,9 @@ def _check_routable(config) -> list:
                     id="wurk.W002") for name in config.unroutable_queues()]
 
 
-def _check_redis(config) -> list:
+def _check_redis(parsed, config) -> list:
     from .core.redis import REDIS_ERRORS, RedisConnection, mask_url
-    if config.redis_url == conf.EMBEDDED_URL:
+    if parsed.embedded_redis:
         return []  # started on demand by the worker or web process
     connection = RedisConnection(config.redis_url, pool_size=1,
                                  socket_timeout_s=REDIS_CHECK_TIMEOUT_S,

@@ -1,85 +1,81 @@
-"""The only reader of `settings.WURK`: validates it and builds the core `Config`."""
+"""The only reader of `settings.WURK`: every key is parsed here, once.
+
+The values themselves are checked where they are used, by the core `Config` and
+`ProcessOptions`; their errors name a Config field, which this module turns back into
+the WURK key (or the environment variable, or the flag) the user actually wrote.
+"""
 
 import difflib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from django.conf import settings
 
-from .core.config import Config
+from .core.config import Config, ProcessOptions
 from .core.errors import ConfigurationError
 
 ENV_REDIS_URL = "WURK_REDIS_URL"
 EMBEDDED_URL = "embedded"
 DEFAULT_RESULT_TTL_S = 86_400
-
-# WURK key -> (Config field, converter). A converter may raise ConfigurationError.
-def _seconds(name):
-    def convert(value):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise ConfigurationError(f"WURK['{name}'] must be a number of seconds >= 0, "
-                                     f"got {value!r}")
-        return value
-    return convert
+EMBEDDED_KEYS = {"CONCURRENCY": "concurrency", "QUEUES": "queues"}
+PROCESS_KEYS = {"PROCESSES": "processes", "MAX_MEMORY_MB": "max_memory_mb",
+                "LOG_FORMAT": "log_format"}
 
 
-def _as_list(name):
-    def convert(value):
-        if isinstance(value, str) or not isinstance(value, (list, tuple)):
-            raise ConfigurationError(f"WURK['{name}'] must be a list, got {value!r}")
-        return tuple(value)
-    return convert
+class SettingError(ConfigurationError):
+    """A WURK key is invalid; `key` names it, so the system checks can pick their id."""
 
-
-def _identity(value):
-    return value
+    def __init__(self, message: str, key: str | None = None, *, field: str | None = None):
+        super().__init__(message, field=field)
+        self.key = key
 
 
 def _capsules(value):
+    # Only the shape changes here (WURK's upper-case keys); Config checks the rest.
     if not isinstance(value, Mapping):
-        raise ConfigurationError("WURK['CAPSULES'] must be a dict of name -> "
-                                 "{'CONCURRENCY': n, 'QUEUES': [...]}")
-    return {name: {key.lower(): item for key, item in spec.items()}
-            for name, spec in value.items()}
+        return value
+    return {name: {str(key).lower(): item for key, item in spec.items()}
+            if isinstance(spec, Mapping) else spec for name, spec in value.items()}
 
 
-FIELDS: dict[str, tuple[str, Any]] = {
-    "CONCURRENCY": ("concurrency", _identity),
-    "QUEUES": ("queues", _as_list("QUEUES")),
-    "CAPSULES": ("capsules", _capsules),
-    "TIMEOUT": ("shutdown_timeout_s", _seconds("TIMEOUT")),
-    "TAG": ("tag", str),
-    "LABELS": ("labels", lambda v: frozenset(_as_list("LABELS")(v))),
-    "FETCH": ("fetch", _identity),
-    "POLL_INTERVAL_AVERAGE": ("poll_interval_average_s", _seconds("POLL_INTERVAL_AVERAGE")),
-    "AVERAGE_SCHEDULED_POLL_INTERVAL": ("average_scheduled_poll_interval_s",
-                                        _seconds("AVERAGE_SCHEDULED_POLL_INTERVAL")),
-    "HEARTBEAT_INTERVAL": ("heartbeat_interval_s", _seconds("HEARTBEAT_INTERVAL")),
-    "REAPER_INTERVAL": ("reaper_interval_s", _seconds("REAPER_INTERVAL")),
-    "MAX_RETRIES": ("max_retries", _identity),
-    "DEAD_MAX_JOBS": ("dead_max_jobs", _identity),
-    "DEAD_TIMEOUT": ("dead_timeout_in_seconds", _identity),
-    "ON_COMPLEX_ARGUMENTS": ("on_complex_arguments", _identity),
-    "DEFAULT_JOB_OPTIONS": ("default_job_options", dict),
-    "SKIP_DEFAULT_JOB_LOGGING": ("skip_default_job_logging", bool),
-    "LOGGED_JOB_ATTRIBUTES": ("logged_job_attributes", _as_list("LOGGED_JOB_ATTRIBUTES")),
-    "VERBOSE": ("verbose", bool),
-    "REDIS_OPTIONS": ("redis_options", dict),
-    "REDIS_POOL_SIZE": ("redis_pool_size", _identity),
-    "CRON": ("cron_entries", _as_list("CRON")),
-    "CRON_TZ": ("cron_tz", _identity),
-    "CRON_TICK_SECONDS": ("cron_tick_s", _seconds("CRON_TICK_SECONDS")),
-    "LEADER_TTL_SECONDS": ("leader_ttl_s", _seconds("LEADER_TTL_SECONDS")),
-    "LEADER_RENEW_SECONDS": ("leader_renew_s", _seconds("LEADER_RENEW_SECONDS")),
-    "LEADER_RETRY_SECONDS": ("leader_retry_s", _seconds("LEADER_RETRY_SECONDS")),
-    "TIMESTAMP_FORMAT": ("timestamp_format", _identity),
+# WURK key -> Config field (and, for CAPSULES, a change of shape).
+FIELDS: dict[str, str] = {
+    "CONCURRENCY": "concurrency", "QUEUES": "queues", "CAPSULES": "capsules",
+    "TIMEOUT": "shutdown_timeout_s", "TAG": "tag", "LABELS": "labels", "FETCH": "fetch",
+    "POLL_INTERVAL_AVERAGE": "poll_interval_average_s",
+    "AVERAGE_SCHEDULED_POLL_INTERVAL": "average_scheduled_poll_interval_s",
+    "HEARTBEAT_INTERVAL": "heartbeat_interval_s", "REAPER_INTERVAL": "reaper_interval_s",
+    "MAX_RETRIES": "max_retries", "DEAD_MAX_JOBS": "dead_max_jobs",
+    "DEAD_TIMEOUT": "dead_timeout_in_seconds", "ON_COMPLEX_ARGUMENTS": "on_complex_arguments",
+    "DEFAULT_JOB_OPTIONS": "default_job_options",
+    "SKIP_DEFAULT_JOB_LOGGING": "skip_default_job_logging",
+    "LOGGED_JOB_ATTRIBUTES": "logged_job_attributes", "VERBOSE": "verbose",
+    "REDIS_OPTIONS": "redis_options", "REDIS_POOL_SIZE": "redis_pool_size",
+    "CRON": "cron_entries", "CRON_TZ": "cron_tz", "CRON_TICK_SECONDS": "cron_tick_s",
+    "LEADER_TTL_SECONDS": "leader_ttl_s", "LEADER_RENEW_SECONDS": "leader_renew_s",
+    "LEADER_RETRY_SECONDS": "leader_retry_s", "TIMESTAMP_FORMAT": "timestamp_format",
 }
-# Keys read elsewhere in the Django layer (not Config fields).
+SHAPES = {"CAPSULES": _capsules}
+KEY_OF_FIELD = {field: key for key, field in FIELDS.items()}
+CRON_ENTRY = re.compile(r"^cron entry (\d+)")  # how the core names an item of cron_entries
+# Keys of the Django layer itself (no Config field).
 OTHER_KEYS = {"REDIS_URL", "CACHE_ALIAS", "DASHBOARD", "EMBEDDED", "TRANSACTIONAL",
-              "LOG_FORMAT", "RESULT_TTL", "PROCESSES", "MAX_MEMORY_MB"}
+              "RESULT_TTL", *PROCESS_KEYS}
 KNOWN_KEYS = set(FIELDS) | OTHER_KEYS
+
+
+@dataclass(frozen=True)
+class WurkSettings:
+    """Every WURK key, read once: Config's options and the Django layer's own values."""
+
+    config_options: dict
+    labels: dict  # Config field -> what the user wrote it as, for error messages
+    transactional: bool = True
+    embedded_redis: bool = False  # REDIS_URL = "embedded": a private server, on demand
+    embedded: dict | None = None  # the embedded worker's Config overrides; None: off
 
 
 def wurk_settings() -> dict:
@@ -105,33 +101,37 @@ def project_dir() -> Path:
     return Path(base) if base else Path.cwd()
 
 
-def redis_settings(wurk: Mapping) -> tuple[str, dict]:
-    """The Redis URL and extra connection options, by precedence:
-    env WURK_REDIS_URL, then WURK['REDIS_URL'], then WURK['CACHE_ALIAS'], then env
+def redis_settings(wurk: Mapping) -> tuple[str, dict, str]:
+    """The Redis URL, extra connection options and where the URL came from, by
+    precedence: env WURK_REDIS_URL, WURK['REDIS_URL'], WURK['CACHE_ALIAS'], env
     REDIS_URL, then redis://localhost:6379/0."""
-    url = os.environ.get(ENV_REDIS_URL) or wurk.get("REDIS_URL")
-    if url:
-        return str(url), {}
+    if os.environ.get(ENV_REDIS_URL):
+        return os.environ[ENV_REDIS_URL], {}, f"the {ENV_REDIS_URL} environment variable"
+    if wurk.get("REDIS_URL"):
+        return wurk["REDIS_URL"], {}, "WURK['REDIS_URL']"
     alias = wurk.get("CACHE_ALIAS")
     if alias:
-        return cache_redis_settings(alias)
-    return os.environ.get("REDIS_URL") or "redis://localhost:6379/0", {}
+        url, options = cache_redis_settings(alias)
+        return url, options, f"CACHES[{alias!r}]['LOCATION'] (WURK['CACHE_ALIAS'])"
+    if os.environ.get("REDIS_URL"):
+        return os.environ["REDIS_URL"], {}, "the REDIS_URL environment variable"
+    return "redis://localhost:6379/0", {}, "the default Redis URL"
 
 
 def cache_redis_settings(alias: str) -> tuple[str, dict]:
     """Reuse a django-redis cache's LOCATION and connection options."""
     caches = getattr(settings, "CACHES", {})
-    if alias not in caches:
-        raise ConfigurationError(f"WURK['CACHE_ALIAS'] names cache {alias!r}, which is not in "
-                                 f"CACHES (known: {', '.join(caches) or 'none'})")
+    if not isinstance(alias, str) or alias not in caches:
+        raise SettingError(f"WURK['CACHE_ALIAS'] names cache {alias!r}, which is not in "
+                           f"CACHES (known: {', '.join(caches) or 'none'})", "CACHE_ALIAS")
     cache = caches[alias]
     location = cache.get("LOCATION")
     if isinstance(location, (list, tuple)):
         location = location[0] if location else None
     if not isinstance(location, str) or not location.startswith(("redis://", "rediss://",
                                                                   "unix://")):
-        raise ConfigurationError(f"cache {alias!r} is not a Redis cache with a redis:// "
-                                 f"LOCATION, so WURK['CACHE_ALIAS'] cannot reuse it")
+        raise SettingError(f"cache {alias!r} is not a Redis cache with a redis:// LOCATION, "
+                           f"so WURK['CACHE_ALIAS'] cannot reuse it", "CACHE_ALIAS")
     cache_options = cache.get("OPTIONS", {})
     options = dict(cache_options.get("CONNECTION_POOL_KWARGS", {}))
     if cache_options.get("PASSWORD"):
@@ -141,45 +141,134 @@ def cache_redis_settings(alias: str) -> tuple[str, dict]:
     return location, options
 
 
-def transactional_default(wurk: Mapping | None = None) -> bool:
-    wurk = wurk_settings() if wurk is None else wurk
-    return bool(wurk.get("TRANSACTIONAL", True))
+def transactional_setting(wurk: Mapping) -> bool:
+    value = wurk.get("TRANSACTIONAL", True)
+    if not isinstance(value, bool):
+        raise SettingError(f"WURK['TRANSACTIONAL'] must be True or False, got {value!r}",
+                           "TRANSACTIONAL")
+    return value
 
 
 def result_ttl_s(wurk: Mapping | None = None) -> int:
+    """WURK['RESULT_TTL']: seconds django.tasks results are kept (default one day)."""
     wurk = wurk_settings() if wurk is None else wurk
-    return int(wurk.get("RESULT_TTL", DEFAULT_RESULT_TTL_S))
+    value = wurk.get("RESULT_TTL", DEFAULT_RESULT_TTL_S)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SettingError(f"WURK['RESULT_TTL'] must be a whole number of seconds >= 1, "
+                           f"got {value!r}", "RESULT_TTL")
+    return value
 
 
-def config_options(wurk: Mapping) -> dict:
-    """Translate WURK keys into `Config` keyword arguments (no Redis contacted)."""
+def embedded_overrides(wurk: Mapping) -> dict | None:
+    """Config overrides asked for by `WURK["EMBEDDED"]`, or None when it is off."""
+    value = wurk.get("EMBEDDED", False)
+    if value is True:
+        return {}
+    if not value:
+        return None
+    if not isinstance(value, Mapping) or set(value) - set(EMBEDDED_KEYS):
+        raise SettingError(f"WURK['EMBEDDED'] must be True, False or a dict with "
+                           f"{' and/or '.join(EMBEDDED_KEYS)}, got {value!r}", "EMBEDDED")
+    return {EMBEDDED_KEYS[key]: item for key, item in value.items()}
+
+
+def read_settings(wurk: Mapping | None = None) -> WurkSettings:
+    """Parse every WURK key (no Redis contacted, no Config built yet)."""
+    wurk = wurk_settings() if wurk is None else wurk
     options: dict[str, Any] = {}
-    for key, (field, convert) in FIELDS.items():
+    labels = {}
+    for key, field in FIELDS.items():
         if key in wurk:
-            options[field] = convert(wurk[key])
-    url, redis_options = redis_settings(wurk)
+            options[field] = SHAPES.get(key, _same)(wurk[key])
+            labels[field] = f"WURK['{key}']"
+    url, redis_options, labels["redis_url"] = redis_settings(wurk)
     options["redis_url"] = url
     if redis_options:
-        options["redis_options"] = {**redis_options, **options.get("redis_options", {})}
+        options["redis_options"] = {**redis_options, **(options.get("redis_options") or {})}
     options.setdefault("tag", project_dir().name)
-    return options
+    result_ttl_s(wurk)
+    process_options(wurk)
+    return WurkSettings(options, labels, transactional=transactional_setting(wurk),
+                        embedded_redis=url == EMBEDDED_URL,
+                        embedded=embedded_overrides(wurk))
 
 
-def build_config(*, resolve_embedded: bool = True, **overrides) -> Config:
-    """Build the core Config from settings; `overrides` (Config fields) win.
+def _same(value):
+    return value
+
+
+def config_error(exc: ConfigurationError, labels: Mapping) -> SettingError:
+    """The Config's error told with the setting the failing field came from."""
+    label = labels.get(exc.field)
+    text = str(exc)
+    entry = CRON_ENTRY.match(text) if exc.field == "cron_entries" else None
+    if entry and label:
+        renamed = f"{label}[{entry.group(1)}]{text[entry.end():]}"  # WURK['CRON'][1] (task)
+    else:
+        renamed = exc.renamed(label) if label else exc
+    key = KEY_OF_FIELD.get(exc.field) if label and label.startswith("WURK[") else None
+    if exc.field == "redis_url":
+        key = "REDIS_URL"
+    return SettingError(str(renamed), key, field=exc.field)
+
+
+def load(*, resolve_embedded: bool = True, sources: Mapping | None = None,
+         **overrides) -> tuple[WurkSettings, Config]:
+    """Parse the settings and build the core Config; `overrides` (Config fields) win,
+    and `sources` says how to name them in errors (e.g. {"concurrency": "--concurrency"}).
 
     An "embedded" URL starts (or attaches to) the project's private redis-server and
     becomes its unix socket URL, so every process of the project shares one server.
     System checks pass `resolve_embedded=False`: checking must not start a server.
     """
-    from .db import close_db_connections_around, defer_until_commit
-    options = config_options(wurk_settings())
-    options.update(reloader=close_db_connections_around, push_deferrer=defer_until_commit)
+    from .db import close_db_connections_around, commit_deferrer
+    parsed = read_settings()
+    options = dict(parsed.config_options)
+    options.update(reloader=close_db_connections_around,
+                   push_deferrer=commit_deferrer(parsed.transactional))
     options.update(overrides)
-    if resolve_embedded and options["redis_url"] == EMBEDDED_URL:
-        from .core.embedded_redis import ensure_server, project_folder
-        options["redis_url"] = ensure_server(project_folder(project_dir()))
-    return Config(**options)
+    labels = {**parsed.labels, **{name: name for name in overrides}, **(sources or {})}
+    if options["redis_url"] == EMBEDDED_URL:
+        options["redis_url"] = embedded_redis_url(start=resolve_embedded)
+    try:
+        return parsed, Config(**options)
+    except ConfigurationError as exc:
+        raise config_error(exc, labels) from None
+
+
+def build_config(*, resolve_embedded: bool = True, sources: Mapping | None = None,
+                 **overrides) -> Config:
+    """The core Config from settings (see `load`)."""
+    return load(resolve_embedded=resolve_embedded, sources=sources, **overrides)[1]
+
+
+def embedded_redis_url(*, start: bool) -> str:
+    """The unix socket URL of the project's private redis-server, started if `start`."""
+    from .core.embedded_redis import ensure_server, project_folder, socket_url
+    folder = project_folder(project_dir())
+    try:
+        return ensure_server(folder) if start else socket_url(folder)
+    except ConfigurationError as exc:
+        raise SettingError(f"WURK['REDIS_URL'] = 'embedded': {exc}", "REDIS_URL") from None
+
+
+def process_options(wurk: Mapping | None = None, **flags) -> ProcessOptions:
+    """PROCESSES, MAX_MEMORY_MB and LOG_FORMAT, as ProcessOptions; a flag given (not
+    None: `processes=`, `max_memory_mb=`, `log_format=`) wins over its setting."""
+    wurk = wurk_settings() if wurk is None else wurk
+    values, labels = {}, {}
+    for key, field in PROCESS_KEYS.items():
+        if flags.get(field) is not None:
+            values[field], labels[field] = flags[field], "--" + field.replace("_", "-")
+        elif key in wurk:
+            values[field], labels[field] = wurk[key], f"WURK['{key}']"
+    try:
+        return ProcessOptions(**values)
+    except ConfigurationError as exc:
+        label = labels.get(exc.field, exc.field)
+        key = next((k for k, f in PROCESS_KEYS.items() if f == exc.field), None)
+        raise SettingError(str(exc.renamed(label)), key if label.startswith("WURK[") else None,
+                           field=exc.field) from None
 
 
 # --- the dashboard (WURK["DASHBOARD"]) ---------------------------------------------

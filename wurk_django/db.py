@@ -2,8 +2,6 @@
 
 from django.db import close_old_connections, connections, transaction
 
-from . import conf
-
 
 def close_db_connections_around(run):
     """Run a job as Django runs a request: drop stale or broken DB connections before
@@ -15,14 +13,22 @@ def close_db_connections_around(run):
         close_old_connections()
 
 
+def commit_deferrer(default: bool):
+    """The Config's `push_deferrer`, with WURK['TRANSACTIONAL'] (read once, when the
+    config is built) as the default for pushes that do not choose."""
+
+    def defer(push, transactional) -> bool:
+        return defer_until_commit(push, default if transactional is None else transactional)
+
+    return defer
+
+
 def defer_until_commit(push, transactional) -> bool:
     """Hold a push until the surrounding `atomic()` block commits; drop it on rollback.
 
-    `transactional` is the per-call choice (None: the WURK['TRANSACTIONAL'] default,
-    True; or a database alias to watch). Returns True when the push was deferred.
+    `transactional` is True, False, or a database alias to watch. Returns True when
+    the push was deferred.
     """
-    if transactional is None:
-        transactional = conf.transactional_default()
     if not transactional:
         return False
     using = transactional if isinstance(transactional, str) else None

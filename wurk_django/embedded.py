@@ -23,24 +23,9 @@ MANAGE_SCRIPTS = ("manage.py", "django-admin", "django-admin.py")
 TEST_RUNNERS = ("pytest", "py.test")
 # Django's autoreloader sets RUN_MAIN=true in the child that actually serves.
 AUTORELOAD_ENV = "RUN_MAIN"
-# WURK["EMBEDDED"] dict keys -> Config fields.
-EMBEDDED_KEYS = {"CONCURRENCY": "concurrency", "QUEUES": "queues"}
 
 _embedded: Embedded | None = None
 _guard = threading.Lock()
-
-
-def embedded_overrides(wurk) -> dict | None:
-    """Config overrides asked for by `WURK["EMBEDDED"]`, or None when it is off."""
-    value = wurk.get("EMBEDDED", False)
-    if value is True:
-        return {}
-    if not value:
-        return None
-    if not isinstance(value, dict) or set(value) - set(EMBEDDED_KEYS):
-        raise ConfigurationError(f"WURK['EMBEDDED'] must be True or a dict with "
-                                 f"{' and/or '.join(EMBEDDED_KEYS)}, got {value!r}")
-    return {EMBEDDED_KEYS[key]: item for key, item in value.items()}
 
 
 def management_command(argv: list[str]) -> str | None:
@@ -76,10 +61,9 @@ def web_serving(argv: list[str] | None = None, environ=None) -> bool:
 def start_if_serving() -> Embedded | None:
     """Start the embedded worker if `WURK["EMBEDDED"]` asks and this process serves."""
     try:
-        wurk = conf.wurk_settings()
+        overrides = conf.embedded_overrides(conf.wurk_settings())
     except ConfigurationError:
-        return None  # a malformed WURK is reported by the system checks (wurk.E001)
-    overrides = embedded_overrides(wurk)
+        return None  # a malformed setting is reported by the system checks (wurk.E007)
     if overrides is None or not web_serving():
         return None
     return start(**overrides)

@@ -83,13 +83,21 @@ def test_caller_jid_and_created_at_are_kept(config, redis_client):
 
 def test_transient_keys_never_reach_redis(config, redis_client):
     Client().push({"class": "X", "args": [1], "pool": "p", "client_class": "C", "name": "n",
-                   "sync": False, "on_commit": False, "retry_in": lambda *a: 1,
-                   "retries_exhausted": lambda *a: None})
+                   "sync": False, "transactional": False, "retry_in": lambda *a: 1,
+                   "retries_exhausted": lambda *a: None, "cron": "* * * * *"})
     [raw] = redis_client.lrange(keys.queue("default"), 0, -1)
     job = loads(raw)
-    for key in ("pool", "client_class", "name", "sync", "on_commit", "retry_in",
-                "retries_exhausted"):
+    for key in ("pool", "client_class", "name", "sync", "transactional", "retry_in",
+                "retries_exhausted", "cron"):
         assert key not in job
+
+
+def test_the_old_on_commit_name_is_refused_naming_transactional(config, redis_client):
+    # It was an alias of `transactional`; one name only, and no silent deferral.
+    with pytest.raises(JobArgumentError, match="'on_commit' is not an option; use "
+                                               "'transactional'"):
+        Client().push({"class": "X", "args": [1], "on_commit": False})
+    assert redis_client.dbsize() == 0
 
 
 def test_unknown_top_level_keys_are_kept(config, redis_client):

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.support.workers import wait_until
-from wurk_django.core import Client, Job, JobArgumentError, keys, wurk_task
+from wurk_django.core import Client, Job, keys, wurk_task
 from wurk_django.core import cron_ops
 from wurk_django.core.cron import (CronDriver, CronEntry, configured_entries,
                                    entry_from_setting, lid_for, occurrence_jid, register, sync,
@@ -173,15 +173,29 @@ def test_cron_tasks_register_loops_and_their_options_never_reach_payloads(
         assert not {"cron", "cron_args", "cron_tz", "tz", "paused"} & set(job), job
 
 
-def test_a_bad_cron_option_fails_when_the_task_is_defined():
-    with pytest.raises(JobArgumentError, match=r"broken: cron: .*not a valid"):
-        @wurk_task(cron="99 * * * *")
-        def broken():
-            pass
-    with pytest.raises(JobArgumentError, match="without 'cron'"):
-        @wurk_task(cron_args=[1])
-        def args_only():
-            pass
+def test_a_bad_cron_option_fails_with_the_loops_not_when_the_task_is_defined(config):
+    # Defining the task (importing its module) must not fail every command; the loops
+    # (worker start, system checks) refuse it, naming the task.
+    @wurk_task(cron="99 * * * *")
+    def broken():
+        pass
+
+    try:
+        with pytest.raises(ConfigurationError, match=r"broken \(cron=\.\.\.\): cron: .*not a "
+                                                     r"valid"):
+            configured_entries(config)
+    finally:
+        REGISTRY.unregister(broken.name)
+
+    @wurk_task(cron_args=[1])
+    def args_only():
+        pass
+
+    try:
+        with pytest.raises(ConfigurationError, match="without 'cron'"):
+            task_entries()
+    finally:
+        REGISTRY.unregister(args_only.name)
 
 
 # --- the tick ----------------------------------------------------------------------

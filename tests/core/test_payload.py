@@ -18,10 +18,10 @@ import pytest
 
 from wurk_django.core import JobArgumentError, WurkError
 from wurk_django.core import payload
-from wurk_django.core.payload import (TRANSIENT_KEYS, backtrace_lines, check_args,
-                                      decode_backtrace, dumps, encode_backtrace, error_class,
-                                      error_message, loads, new_jid, now_ms, scheduled_at,
-                                      to_datetime, to_epoch_seconds)
+from wurk_django.core.payload import (backtrace_lines, check_args, decode_backtrace, dumps,
+                                      encode_backtrace, error_class, error_message, loads,
+                                      new_jid, now_ms, scheduled_at, to_datetime,
+                                      to_epoch_seconds)
 
 
 # --- JSON codec (wire §10) ------------------------------------------------------------
@@ -306,14 +306,6 @@ def test_decode_backtrace_reads_every_sidekiq_form():
     assert decode_backtrace(lines) == lines  # very old Sidekiq: a plain array
     assert decode_backtrace(None) == []
     assert decode_backtrace("not base64 at all!") == []
-
-
-def test_transient_keys_include_the_spec_ones():
-    for key in ("pool", "client_class", "name", "sync", "on_commit", "retry_in",
-                "retries_exhausted"):
-        assert key in TRANSIENT_KEYS
-    for key in ("bid", "tags", "wrapped", "display_class", "locale", "cattr", "encrypt"):
-        assert key not in TRANSIENT_KEYS
 
 
 def test_interval_threshold_constant():

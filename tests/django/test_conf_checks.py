@@ -31,7 +31,8 @@ def test_every_setting_reaches_the_config():
     assert config.shutdown_timeout_s == 9 and config.tag == "shop"
     assert config.labels == {"eu"}
     assert config.poll_interval_average_s == 2 and config.heartbeat_interval_s == 3
-    assert (config.max_retries, config.dead_max_jobs, config.dead_timeout_in_seconds) == (4, 50, 3600)
+    assert (config.max_retries, config.dead_max_jobs,
+            config.dead_timeout_in_seconds) == (4, 50, 3600)
     assert config.on_complex_arguments == "warn" and config.skip_default_job_logging
     assert config.default_job_options == {"retry": True, "queue": "default", "backtrace": True}
     assert [c.name for c in config.capsules_] == ["default", "serial"]
@@ -143,4 +144,83 @@ def test_timestamp_format_reaches_the_config_and_a_bad_one_fails_the_check():
         assert conf.build_config().timestamp_format == "ms"
     with override_settings(WURK={"TIMESTAMP_FORMAT": "seconds"}):
         [message] = run_checks()
-    assert message.id == "wurk.E004" and "timestamp_format" in message.msg
+    assert message.id == "wurk.E004"
+    assert message.msg.startswith("WURK['TIMESTAMP_FORMAT'] must be 'ms'")
+
+
+# --- every bad setting is a check error naming its WURK key, never a traceback --------
+
+@pytest.mark.parametrize("wurk, expected, text", [
+    ({"REDIS_URL": "http://cache:6379/0"}, "wurk.E004",
+     "WURK['REDIS_URL'] must be a redis://, rediss:// or unix:// URL"),
+    ({"REDIS_URL": "not a url"}, "wurk.E004", "WURK['REDIS_URL'] must be a redis://"),
+    ({"REDIS_OPTIONS": {"sockt_timeout": 3}}, "wurk.E004",
+     "WURK['REDIS_OPTIONS']: 'sockt_timeout' is not a redis-py connection option"),
+    ({"REDIS_OPTIONS": {"max_connections": 3}}, "wurk.E004", "REDIS_POOL_SIZE"),
+    ({"MAX_MEMORY_MB": 0}, "wurk.E004", "WURK['MAX_MEMORY_MB'] must be > 0"),
+    ({"MAX_MEMORY_MB": -512}, "wurk.E004", "WURK['MAX_MEMORY_MB'] must be > 0"),
+    ({"PROCESSES": "2"}, "wurk.E004", "WURK['PROCESSES'] must be a whole number >= 1"),
+    ({"PROCESSES": 0}, "wurk.E004", "WURK['PROCESSES'] must be a whole number >= 1"),
+    ({"LOG_FORMAT": "xml"}, "wurk.E004", "WURK['LOG_FORMAT'] must be 'text' or 'json'"),
+    ({"RESULT_TTL": "day"}, "wurk.E004", "WURK['RESULT_TTL'] must be a whole number"),
+    ({"TRANSACTIONAL": "no"}, "wurk.E004", "WURK['TRANSACTIONAL'] must be True or False"),
+    ({"VERBOSE": "false"}, "wurk.E004", "WURK['VERBOSE'] must be True or False"),
+    ({"CONCURRENCY": 0}, "wurk.E004", "WURK['CONCURRENCY'] must be a whole number >= 1"),
+    ({"TIMEOUT": float("inf")}, "wurk.E004", "WURK['TIMEOUT'] must be a number >= 0"),
+    ({"DEFAULT_JOB_OPTIONS": {"encrypt": True}}, "wurk.E004",
+     "WURK['DEFAULT_JOB_OPTIONS']: the 'encrypt' option is not supported yet"),
+    ({"QUEUES": ["critical,three"]}, "wurk.E003", "WURK['QUEUES']: queue entry"),
+    ({"CRON": [{"cron": "*/61 * * * *", "task": "a.b"}]}, "wurk.E005",
+     "WURK['CRON'][0] (a.b): '*/61 * * * *': the minute step '*/61' must be between 1 and 60"),
+    ({"CRON_TZ": "Mars/Olympus"}, "wurk.E005", "WURK['CRON_TZ']: unknown time zone"),
+    ({"EMBEDDED": {"CONCURRENCY": 0}}, "wurk.E007",
+     "WURK['EMBEDDED']['CONCURRENCY'] must be a whole number >= 1"),
+])
+def test_a_bad_value_is_a_check_error_naming_its_key(monkeypatch, wurk, expected, text):
+    monkeypatch.delenv("WURK_REDIS_URL")  # else the environment's URL wins over REDIS_URL
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
+    with override_settings(WURK=wurk):
+        messages = run_checks()
+    assert ids(messages) == [expected], messages
+    assert messages[0].msg.startswith(text) or text in messages[0].msg, messages[0].msg
+    assert messages[0].hint
+
+
+def test_the_check_reports_what_building_the_config_raises():
+    # One validation, told once: the check's message is the build's error.
+    with override_settings(WURK={"QUEUES": ["critical,three"]}):
+        with pytest.raises(ConfigurationError) as info:
+            conf.build_config()
+        [message] = run_checks()
+    assert message.msg == f"{info.value}."
+
+
+def test_a_bad_redis_url_from_the_environment_names_the_variable(monkeypatch):
+    monkeypatch.setenv("WURK_REDIS_URL", "http://cache:6379/0")
+    with override_settings(WURK={}):
+        [message] = run_checks()
+    assert message.id == "wurk.E004"
+    assert message.msg.startswith("the WURK_REDIS_URL environment variable must be a redis://")
+
+
+def test_a_password_in_a_bad_url_is_masked(monkeypatch):
+    monkeypatch.setenv("WURK_REDIS_URL", "http://:s3cret@cache:6379/0")
+    [message] = run_checks()
+    assert "s3cret" not in message.msg and "****" in message.msg
+
+
+def test_a_bad_task_cron_option_is_a_check_error_not_an_import_error():
+    from wurk_django import wurk_task
+    from wurk_django.core.registry import REGISTRY
+
+    @wurk_task(cron="*/61 * * * *")  # defining it (importing tasks.py) must not fail
+    def every_61():
+        pass
+
+    try:
+        with override_settings(WURK={}):
+            [message] = run_checks()
+    finally:
+        REGISTRY.unregister(every_61.name)
+    assert message.id == "wurk.E005"
+    assert "every_61 (cron=...): cron: '*/61 * * * *'" in message.msg and message.hint

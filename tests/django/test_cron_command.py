@@ -68,7 +68,7 @@ def test_a_bad_loop_fails_the_check_naming_its_entry(entry, text):
 
 def test_a_bad_loop_stops_the_worker_before_it_starts():
     with override_settings(WURK={"CRON": [{"cron": "70 * * * *", "task": "Hourly"}]}):
-        with pytest.raises(CommandError, match=r"cron entry 0 \(Hourly\).*not a valid"):
+        with pytest.raises(CommandError, match=r"WURK\['CRON'\]\[0\] \(Hourly\).*not a valid"):
             call_command("wurk_worker")
 
 

@@ -80,12 +80,13 @@ def test_only_web_serving_processes_host_it(argv, environ, serving):
     ({"QUEUES": ["low"]}, {"queues": ["low"]}),
 ])
 def test_the_embedded_setting(value, overrides):
-    assert django_embedded.embedded_overrides({"EMBEDDED": value}) == overrides
+    # Parsed with every other WURK key, in conf (the embedded module only asks it).
+    assert conf.embedded_overrides({"EMBEDDED": value}) == overrides
 
 
 def test_an_unknown_embedded_key_is_refused():
     with pytest.raises(ConfigurationError, match="EMBEDDED"):
-        django_embedded.embedded_overrides({"EMBEDDED": {"THREADS": 2}})
+        conf.embedded_overrides({"EMBEDDED": {"THREADS": 2}})
 
 
 # --- the core Embedded, in this process ---------------------------------------------

@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 
-from .config import Config
+from .config import Config, ProcessOptions
 from .cron import configured_entries
 from .errors import ConfigurationError, WurkError
 from .joblog import configure_logging
@@ -63,45 +63,65 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# argparse dest -> Config field; errors about a field name its flag.
+FLAG_FIELDS = {
+    "concurrency": "concurrency", "queue": "queues", "timeout": "shutdown_timeout_s",
+    "label": "labels", "verbose": "verbose", "fetch": "fetch",
+    "poll_interval": "poll_interval_average_s", "heartbeat_interval": "heartbeat_interval_s",
+    "reaper_interval": "reaper_interval_s", "cron_tick": "cron_tick_s", "cron_tz": "cron_tz",
+    "leader_ttl": "leader_ttl_s", "leader_renew": "leader_renew_s",
+    "leader_retry": "leader_retry_s", "timestamp_format": "timestamp_format",
+    "redis_url": "redis_url", "tag": "tag",
+}
+PROCESS_FLAGS = {"processes": "processes", "max_memory_mb": "max_memory_mb",
+                 "log_format": "log_format"}
+
+
 def config_from_args(args: argparse.Namespace) -> Config:
-    options = dict(
-        concurrency=args.concurrency,
-        queues=tuple(args.queue) or ("default",),
-        shutdown_timeout_s=args.timeout,
-        labels=frozenset(args.label),
-        verbose=args.verbose,
-        fetch=args.fetch,
-        poll_interval_average_s=args.poll_interval,
-        heartbeat_interval_s=args.heartbeat_interval,
-        reaper_interval_s=args.reaper_interval,
-        cron_tick_s=args.cron_tick,
-        cron_tz=args.cron_tz,
-        leader_ttl_s=args.leader_ttl,
-        leader_renew_s=args.leader_renew,
-        leader_retry_s=args.leader_retry,
-        timestamp_format=args.timestamp_format,
-    )
-    if args.redis_url:
-        options["redis_url"] = args.redis_url
-    if args.tag:
-        options["tag"] = args.tag
+    options = {field: getattr(args, dest) for dest, field in FLAG_FIELDS.items()}
+    options["queues"] = tuple(args.queue) or ("default",)
+    options["labels"] = frozenset(args.label)
+    for field in ("redis_url", "tag"):  # unset: the environment's or the folder's
+        if not options[field]:
+            del options[field]
     return Config(**options)
+
+
+def process_options(args: argparse.Namespace) -> ProcessOptions:
+    return ProcessOptions(**{field: getattr(args, dest) for dest, field in PROCESS_FLAGS.items()})
+
+
+def flag_error(exc: ConfigurationError, args: argparse.Namespace) -> ConfigurationError:
+    """The error told with the flag that set the field (or the variable, for the URL)."""
+    flags = {field: "--" + dest.replace("_", "-")
+             for dest, field in {**FLAG_FIELDS, **PROCESS_FLAGS}.items()}
+    if exc.field == "redis_url" and not args.redis_url:
+        return exc.renamed("$REDIS_URL")
+    return exc.renamed(flags[exc.field]) if exc.field in flags else exc
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        process = process_options(args)
+    except ConfigurationError as exc:
+        print(f"wurk: {flag_error(exc, args)}", file=sys.stderr)
+        return 1
     level = logging.DEBUG if args.verbose else getattr(logging, (args.log_level or "info").upper())
-    configure_logging(level, args.log_format, args.logfile)
+    configure_logging(level, process.log_format, args.logfile)
     # Like `python -m`, let --require find modules in the working directory.
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    REGISTRY.import_hint = CLI_IMPORT_HINT
     try:
         for module in args.require:
             importlib.import_module(module)
         config = config_from_args(args)
         configured_entries(config)  # a bad loop fails here, before any process forks
-        return runner.serve(config, processes=args.processes, max_memory_mb=args.max_memory_mb)
-    except (WurkError, ConfigurationError, ImportError) as exc:
+        return runner.serve(config, processes=process.processes,
+                            max_memory_mb=process.max_memory_mb)
+    except ConfigurationError as exc:
+        print(f"wurk: {flag_error(exc, args)}", file=sys.stderr)
+        return 1
+    except (WurkError, ImportError) as exc:
         print(f"wurk: {exc}", file=sys.stderr)
         return 1

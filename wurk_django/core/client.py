@@ -1,28 +1,20 @@
 """Pushing jobs: normalise, run client middleware, check arguments, write to Redis."""
 
-from datetime import timedelta
-
 from . import keys, testmode
 from .config import Config, get_default_config
 from .errors import JobArgumentError
-from .payload import TRANSIENT_KEYS, check_args, dumps, new_jid, scheduled_at
+from .options import TRANSIENT_KEYS, check_item, retry_for_seconds
+from .payload import check_args, check_at, dumps, encode_error, new_jid, scheduled_at
 from .redis import RedisConnection, connection_for
 from .registry import REGISTRY
-from .task import retry_for_seconds, task_class
+from .task import task_class
 
 DEFAULT_BATCH_SIZE = 1000
-_TRANSIENT = frozenset(TRANSIENT_KEYS)
+_ENCODE_ERRORS = (TypeError, ValueError, RecursionError)  # UnicodeEncodeError is a ValueError
 
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _retry_for(value) -> int:
-    """Whole seconds from a number or a timedelta; above 10^9 is rejected (wire §4.2)."""
-    if not (_is_number(value) or isinstance(value, timedelta)):
-        raise JobArgumentError(f"retry_for must be seconds or a timedelta, got {value!r}")
-    return retry_for_seconds(value)
 
 
 class Client:
@@ -47,13 +39,20 @@ class Client:
         surrounding transaction; the jid is known now and returned at once.
         """
         job = self.normalize(item)  # first: it rejects an item that is not a dict
-        transactional = item.get("transactional", item.get("on_commit"))
+        transactional = item.get("transactional")
         deferrer = self.config.push_deferrer
         if deferrer is not None and transactional is not False:
-            check_args(job["args"], self.config.on_complex_arguments)  # fail at the call site
+            self._check_encodable(job)  # fail at the call site, not when the commit runs
             if deferrer(lambda: self._push_now(job), transactional):
                 return job["jid"]
         return self._push_now(job)
+
+    def _check_encodable(self, job: dict) -> None:
+        check_args(job["args"], self.config.on_complex_arguments)
+        try:
+            dumps(job)
+        except _ENCODE_ERRORS as exc:
+            raise encode_error(job, exc) from None
 
     def _push_now(self, job: dict) -> str | None:
         job = self.prepare(job)
@@ -83,9 +82,8 @@ class Client:
                 raise JobArgumentError(f"'at' has {len(at)} times for {len(args_list)} jobs; "
                                        f"give one number or one per job")
         # Checked up front: a bad time in a later slice must not leave earlier ones pushed.
-        if at is not None and not all(_is_number(t) for t in (at if isinstance(at, list)
-                                                               else [at])):
-            raise JobArgumentError("'at' must be epoch seconds or a list of them")
+        for when in (at if isinstance(at, list) else () if at is None else [at]):
+            check_at(when)
         if "jid" in item and len(args_list) != 1:
             raise JobArgumentError("a jid may be given only when pushing exactly one job")
 
@@ -131,18 +129,7 @@ class Client:
 
     def normalize(self, item: dict) -> dict:
         """Validate the item's shape and merge task and default options under it."""
-        if not isinstance(item, dict) or "class" not in item or "args" not in item:
-            raise JobArgumentError(f"a job must be a dict with 'class' and 'args': {item!r:.200}")
-        if not isinstance(item["args"], list):
-            raise JobArgumentError(f"'args' must be a list, got {type(item['args']).__name__}")
-        for key in item:
-            if not isinstance(key, str):
-                raise JobArgumentError(f"job option keys must be str, got {key!r}")
-        if "at" in item and not _is_number(item["at"]):
-            raise JobArgumentError(f"'at' must be epoch seconds, got {item['at']!r}")
-        if "tags" in item and not isinstance(item["tags"], list):
-            raise JobArgumentError("'tags' must be a list of strings")
-
+        check_item(item)
         task = task_class(item["class"])
         if task is None:
             if not isinstance(item["class"], str) or not item["class"]:
@@ -162,14 +149,14 @@ class Client:
 
         if not str(job.get("queue") or ""):
             raise JobArgumentError("'queue' must be a non-empty string")
-        for key in _TRANSIENT.intersection(job):
+        for key in TRANSIENT_KEYS.intersection(job):
             del job[key]
         job["class"] = str(job["class"])
         job["queue"] = str(job["queue"])
         if not job.get("jid"):
             job["jid"] = new_jid()
         if job.get("retry_for") is not None:
-            job["retry_for"] = _retry_for(job["retry_for"])
+            job["retry_for"] = retry_for_seconds(job["retry_for"])
         if "created_at" not in job:
             job["created_at"] = self.config.job_clock()
         return job
@@ -197,14 +184,21 @@ class Client:
             for job in jobs:
                 at = job.pop("at")
                 job.pop("enqueued_at", None)
-                members[dumps(job)] = at
+                try:
+                    members[dumps(job)] = at
+                except _ENCODE_ERRORS as exc:
+                    raise encode_error(job, exc) from None
             connection.write(connection.client.zadd, keys.SCHEDULE, members)
             return
         enqueued_at = self.config.job_clock()
         by_queue: dict[str, list[bytes]] = {}
         for job in jobs:
             job["enqueued_at"] = enqueued_at
-            by_queue.setdefault(job["queue"], []).append(dumps(job))
+            try:
+                payload = dumps(job)
+            except _ENCODE_ERRORS as exc:
+                raise encode_error(job, exc) from None
+            by_queue.setdefault(job["queue"], []).append(payload)
 
         commands = [("SADD", keys.QUEUES, *by_queue)]
         commands += [("LPUSH", keys.queue(queue), *payloads)

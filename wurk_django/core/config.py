@@ -8,6 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from . import validation as check
 from .errors import ConfigurationError
 from .middleware import Chain
 from .outage import NoticeThrottle
@@ -95,16 +96,12 @@ def _default_redis_url() -> str:
     return os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
 
 
-def _positive_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigurationError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    return value
-
-
-def _non_negative_number(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
-    return value
+# Numeric fields and their bounds (seconds must also be finite).
+_WHOLE_NUMBERS = {"concurrency": 1, "max_retries": 0, "dead_max_jobs": 1,
+                  "dead_timeout_in_seconds": 1}
+_SECONDS_AT_LEAST_0 = ("shutdown_timeout_s", "average_scheduled_poll_interval_s")
+_SECONDS_ABOVE_0 = ("heartbeat_interval_s", "reaper_interval_s", "network_timeout_s",
+                    "leader_ttl_s", "leader_renew_s", "leader_retry_s", "cron_tick_s")
 
 
 def _keep_lines(lines: list[str]) -> list[str]:
@@ -157,7 +154,8 @@ class Config:
     dead_max_jobs: int = 10_000
     dead_timeout_in_seconds: int = 15_552_000
     on_complex_arguments: Any = "raise"
-    default_job_options: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_JOB_OPTIONS))
+    default_job_options: Mapping[str, Any] = field(
+        default_factory=lambda: dict(DEFAULT_JOB_OPTIONS))
     error_handlers: list = field(default_factory=lambda: [default_error_handler])
     death_handlers: list = field(default_factory=list)
     lifecycle_events: dict = field(default_factory=lambda: {e: [] for e in LIFECYCLE_EVENTS})
@@ -189,76 +187,88 @@ class Config:
     def __post_init__(self):
         set_ = object.__setattr__
         set_(self, "_sealed", False)
-        if self.timestamp_format not in TIMESTAMP_FORMATS:
-            raise ConfigurationError(f"timestamp_format must be 'ms' (Sidekiq 8) or 'float' "
-                                     f"(Sidekiq 6 and 7), got {self.timestamp_format!r}")
+        self._check_numbers()
+        check.one_of("on_complex_arguments", self.on_complex_arguments, ("raise", "warn", False),
+                     "'raise', 'warn' or False")
+        check.one_of("fetch", self.fetch, FETCH_MODES, f"one of {FETCH_MODES}")
+        check.one_of("timestamp_format", self.timestamp_format, TIMESTAMP_FORMATS,
+                     "'ms' (Sidekiq 8) or 'float' (Sidekiq 6 and 7)")
         # Called for every job timestamp Wurk writes: created_at, enqueued_at, failed_at...
         set_(self, "job_clock", timestamp_clock(self.timestamp_format))
-        _positive_int("concurrency", self.concurrency)
-        _non_negative_number("shutdown_timeout_s", self.shutdown_timeout_s)
-        _non_negative_number("average_scheduled_poll_interval_s",
-                             self.average_scheduled_poll_interval_s)
-        if self.poll_interval_average_s is not None:
-            _non_negative_number("poll_interval_average_s", self.poll_interval_average_s)
-        if self.heartbeat_interval_s <= 0:
-            raise ConfigurationError("heartbeat_interval_s must be > 0")
-        if self.reaper_interval_s <= 0:
-            raise ConfigurationError("reaper_interval_s must be > 0")
-        _positive_int("max_retries", self.max_retries, 0)
-        _positive_int("dead_max_jobs", self.dead_max_jobs)
-        _positive_int("dead_timeout_in_seconds", self.dead_timeout_in_seconds)
-        if self.on_complex_arguments not in ("raise", "warn", False):
-            raise ConfigurationError(
-                f"on_complex_arguments must be 'raise', 'warn' or False, "
-                f"got {self.on_complex_arguments!r}")
-        if self.fetch not in FETCH_MODES:
-            raise ConfigurationError(f"fetch must be one of {FETCH_MODES}, got {self.fetch!r}")
-        if not isinstance(self.redis_url, str) or not self.redis_url:
-            raise ConfigurationError("redis_url must be a non-empty string")
-        set_(self, "queues", parse_queues(self.queues))
-        set_(self, "labels", frozenset(self.labels))
-        set_(self, "default_job_options", {**DEFAULT_JOB_OPTIONS, **self.default_job_options})
-        if not str(self.default_job_options.get("queue") or ""):
-            raise ConfigurationError("default_job_options must name a non-empty queue")
-        set_(self, "capsules_", self._build_capsules())
+        check.redis_url(self.redis_url)
+        set_(self, "redis_options", check.redis_options(self.redis_url, self.redis_options))
+        with check.blame("queues"):
+            set_(self, "queues", parse_queues(self.queues))
+        set_(self, "labels", frozenset(check.names("labels", self.labels)))
+        set_(self, "logged_job_attributes",
+             check.names("logged_job_attributes", self.logged_job_attributes))
+        for name in ("verbose", "skip_default_job_logging", "embedded"):
+            check.one_of(name, getattr(self, name), (True, False), "True or False")
+        if not isinstance(self.tag, str):
+            raise ConfigurationError(f"tag must be a string, got {self.tag!r}", field="tag")
+        set_(self, "default_job_options", self._checked_job_options())
+        with check.blame("capsules"):
+            set_(self, "capsules_", self._build_capsules())
         self._check_periodic()
 
-    def _check_periodic(self) -> None:
-        from .cron_schedule import normalize_expression, zone_for
-        for name in ("leader_ttl_s", "leader_renew_s", "leader_retry_s", "cron_tick_s"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ConfigurationError(f"{name} must be a number of seconds > 0, got {value!r}")
+    def _check_numbers(self) -> None:
+        for name, minimum in _WHOLE_NUMBERS.items():
+            check.whole(name, getattr(self, name), minimum)
+        check.whole("redis_pool_size", self.redis_pool_size, 1, optional=True)
+        for name in _SECONDS_AT_LEAST_0:
+            check.number(name, getattr(self, name), positive=False)
+        check.number("poll_interval_average_s", self.poll_interval_average_s, positive=False,
+                      optional=True)
+        for name in _SECONDS_ABOVE_0:
+            check.number(name, getattr(self, name), positive=True)
         if self.leader_renew_s >= self.leader_ttl_s:
             raise ConfigurationError(
                 f"leader_renew_s ({self.leader_renew_s}) must be shorter than leader_ttl_s "
-                f"({self.leader_ttl_s}), or leadership lapses between renewals")
-        zone_for(self.cron_tz)
-        if isinstance(self.cron_entries, (str, Mapping)):
-            raise ConfigurationError("cron_entries must be a list of entries")
+                f"({self.leader_ttl_s}), or leadership lapses between renewals",
+                field="leader_renew_s")
+
+    def _checked_job_options(self) -> dict:
+        from . import options
+        if not isinstance(self.default_job_options, Mapping):
+            raise ConfigurationError(f"default_job_options must be a dict, got "
+                                     f"{self.default_job_options!r:.100}",
+                                     field="default_job_options")
+        merged = {**DEFAULT_JOB_OPTIONS, **self.default_job_options}
+        if not str(merged.get("queue") or ""):
+            raise ConfigurationError("default_job_options must name a non-empty queue",
+                                     field="default_job_options")
+        with check.blame("default_job_options"):
+            return options.normalize(merged, "default_job_options", options.DEFAULTS)
+
+    def _check_periodic(self) -> None:
+        from .cron import check_entry, entry_label
+        from .cron_schedule import zone_for
+        with check.blame("cron_tz"):
+            zone_for(self.cron_tz)
+        if isinstance(self.cron_entries, (str, Mapping)) or \
+                not isinstance(self.cron_entries, (list, tuple)):
+            raise ConfigurationError("cron_entries must be a list of entries",
+                                     field="cron_entries")
         object.__setattr__(self, "cron_entries", tuple(self.cron_entries))
-        for index, entry in enumerate(self.cron_entries):
-            if not isinstance(entry, Mapping):
-                raise ConfigurationError(f"cron entry {index} must be a dict with 'cron' and "
-                                         f"'task', got {entry!r:.100}")
-            where = f"cron entry {index} ({entry.get('task')!s:.100})"
-            if not entry.get("task"):
-                raise ConfigurationError(f"{where}: 'task' names no task")
-            try:
-                normalize_expression(entry.get("cron"))
-                zone_for(entry.get("tz"))
-            except ConfigurationError as exc:
-                raise ConfigurationError(f"{where}: {exc}") from None
+        with check.blame("cron_entries"):
+            for index, entry in enumerate(self.cron_entries):
+                check_entry(entry, entry_label(index, entry), self.cron_tz)
 
     def _build_capsules(self) -> tuple[Capsule, ...]:
         capsules = [Capsule("default", self.concurrency, self.queues)]
+        if not isinstance(self.capsules, Mapping):
+            raise ConfigurationError("capsules must be a dict of name -> "
+                                     "{'concurrency': n, 'queues': [...]}")
         for name, spec in self.capsules.items():
             if name == "default":
                 raise ConfigurationError("the capsule name 'default' is taken by the main queues")
             if not isinstance(spec, Mapping) or "queues" not in spec:
                 raise ConfigurationError(f"capsule {name!r} needs a 'queues' list")
-            concurrency = _positive_int(f"capsule {name!r} concurrency",
-                                        spec.get("concurrency", 1))
+            concurrency = spec.get("concurrency", 1)
+            if isinstance(concurrency, bool) or not isinstance(concurrency, int) \
+                    or concurrency < 1:
+                raise ConfigurationError(f"capsule {name!r} concurrency must be a whole "
+                                         f"number >= 1, got {concurrency!r}")
             queues = parse_queues(spec["queues"], f"capsule {name!r}")
             capsules.append(Capsule(name, concurrency, queues))
         return tuple(capsules)
@@ -337,6 +347,26 @@ class Config:
                 handler(exc, context, self)
             except Exception:
                 logger.exception("!!! ERROR HANDLER THREW AN ERROR !!!")
+
+
+LOG_FORMATS = ("text", "json")
+
+
+@dataclass(frozen=True)
+class ProcessOptions:
+    """How a worker command runs its processes: how many to fork, the memory past which
+    one is replaced, and the log line format."""
+
+    processes: int = 1
+    max_memory_mb: float | None = None
+    log_format: str = "text"
+
+    def __post_init__(self):
+        check.whole("processes", self.processes, 1)
+        # 0 or less would replace every child as soon as it starts, forever.
+        check.number("max_memory_mb", self.max_memory_mb, positive=True, optional=True,
+                     unit="megabytes")
+        check.one_of("log_format", self.log_format, LOG_FORMATS, "'text' or 'json'")
 
 
 _default_config: Config | None = None

@@ -1,6 +1,7 @@
 """Periodic jobs (ent §2): loops from `cron_entries` and `@wurk_task(cron=...)`, kept
 in Redis, fired by the leader's tick with one atomic claim per occurrence."""
 
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -79,8 +80,14 @@ def resolve_task(task, where: str) -> str:
     return task
 
 
-def entry_from_setting(raw: Mapping, where: str, default_tz: str = "") -> CronEntry:
-    """Check one `cron_entries` item and turn it into an entry; errors name `where`."""
+def check_entry(raw: Mapping, where: str, default_tz: str = "") -> CronEntry:
+    """Check one `cron_entries` item and turn it into an entry, its task still as
+    written (see `entry_from_setting`); errors name `where`."""
+    if not isinstance(raw, Mapping):
+        raise ConfigurationError(f"{where} must be a dict with 'cron' and 'task', "
+                                 f"got {raw!r:.100}")
+    if not raw.get("task"):
+        raise ConfigurationError(f"{where}: 'task' must name a task, got {raw.get('task')!r}")
     tz = raw.get("tz") or default_tz or ""
     try:
         normalize_expression(raw.get("cron"))
@@ -96,11 +103,17 @@ def entry_from_setting(raw: Mapping, where: str, default_tz: str = "") -> CronEn
         raise ConfigurationError(f"{where}: 'queue' must be a non-empty string")
     try:
         dumps(options)  # stored as JSON in the loop's hash
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise ConfigurationError(f"{where}: options must be JSON values: {exc}") from None
     paused = raw.get("paused")
-    return CronEntry(schedule=schedule, klass=resolve_task(raw.get("task"), where), tz=tz,
-                     options=options, paused=None if paused is None else bool(paused))
+    return CronEntry(schedule=schedule, klass=raw["task"], tz=tz, options=options,
+                     paused=None if paused is None else bool(paused))
+
+
+def entry_from_setting(raw: Mapping, where: str, default_tz: str = "") -> CronEntry:
+    """Check one `cron_entries` item, its task resolved to a wire name."""
+    entry = check_entry(raw, where, default_tz)
+    return dataclasses.replace(entry, klass=resolve_task(raw.get("task"), where))
 
 
 def normalized_args(args, where: str) -> list:
@@ -113,20 +126,48 @@ def normalized_args(args, where: str) -> list:
     return args
 
 
+def task_entry(name: str, cron: Mapping, default_tz: str = "") -> CronEntry:
+    """The loop a `@wurk_task(cron=...)` task declares, checked here rather than when
+    the task is defined, so a bad one is a system check error, not an import error."""
+    where = f"task {name} (cron=...)"
+    if "cron" not in cron:
+        raise ConfigurationError(f"{where}: {', '.join(cron)} given without 'cron'")
+    tz = cron.get("cron_tz") or default_tz
+    try:
+        normalize_expression(cron["cron"])
+        zone_for(tz)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: cron: {exc}") from None
+    options = {}
+    if "cron_args" in cron:
+        options["args"] = normalized_args(cron["cron_args"], where)
+    return CronEntry(schedule=" ".join(cron["cron"].split()), klass=name, tz=tz,
+                     options=options)
+
+
 def task_entries(default_tz: str = "") -> list[CronEntry]:
-    """Entries of tasks declared with `@wurk_task(cron=...)` (checked when defined)."""
-    entries = []
-    for name in REGISTRY.names():
-        task = REGISTRY.find(name)
-        cron = getattr(task, "cron_options", None)
-        if not cron:
-            continue
-        options = {}
-        if "cron_args" in cron:
-            options["args"] = normalized_args(cron["cron_args"], f"task {name}")
-        entries.append(CronEntry(schedule=" ".join(cron["cron"].split()), klass=name,
-                                 tz=cron.get("cron_tz") or default_tz, options=options))
+    """Entries of tasks declared with `@wurk_task(cron=...)`; raises on the first bad one."""
+    entries, problems = _task_entries(default_tz)
+    if problems:
+        raise problems[0]
     return entries
+
+
+def _task_entries(default_tz: str) -> tuple[list[CronEntry], list[ConfigurationError]]:
+    entries, problems = [], []
+    for name in REGISTRY.names():
+        cron = getattr(REGISTRY.find(name), "cron_options", None)
+        if cron:
+            try:
+                entries.append(task_entry(name, cron, default_tz))
+            except ConfigurationError as exc:
+                problems.append(exc)
+    return entries, problems
+
+
+def entry_problems(config) -> list[ConfigurationError]:
+    """Every reason `configured_entries(config)` would refuse, for the system checks."""
+    return _collect(config)[1]
 
 
 def configured_entries(config) -> list[CronEntry]:
@@ -135,11 +176,26 @@ def configured_entries(config) -> list[CronEntry]:
     Raises:
         ConfigurationError: an entry is invalid; the message names it.
     """
-    entries = [entry_from_setting(raw, f"cron entry {index} ({raw.get('task')})",
-                                  config.cron_tz)
-               for index, raw in enumerate(config.cron_entries)]
-    entries += task_entries(config.cron_tz)
+    entries, problems = _collect(config)
+    if problems:
+        raise problems[0]
     return list({entry.lid: entry for entry in entries}.values())
+
+
+def _collect(config) -> tuple[list[CronEntry], list[ConfigurationError]]:
+    entries, problems = [], []
+    for index, raw in enumerate(config.cron_entries):
+        try:
+            entries.append(entry_from_setting(raw, entry_label(index, raw), config.cron_tz))
+        except ConfigurationError as exc:
+            problems.append(ConfigurationError(str(exc), field="cron_entries"))
+    tasks, task_problems = _task_entries(config.cron_tz)
+    return entries + tasks, problems + task_problems
+
+
+def entry_label(index: int, raw) -> str:
+    task = raw.get("task") if isinstance(raw, Mapping) else None
+    return f"cron entry {index} ({task!s:.100})"
 
 
 # --- registration -----------------------------------------------------------------

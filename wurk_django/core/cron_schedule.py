@@ -25,6 +25,10 @@ ALIASES = {
 # Digits, `*`, lists, ranges and steps only: no month or day names, no `L W # ? H`,
 # which the Ruby side does not read either.
 _FIELD = re.compile(r"^[0-9*,/\-]+$")
+# How many values each field has (minute, hour, day, month, weekday, second): a step
+# larger than that matches only the first value, never "every N" as written.
+_FIELD_SPANS = (("minute", 60), ("hour", 24), ("day", 31), ("month", 12), ("weekday", 7),
+                ("second", 60))
 _warned_zones: set[str] = set()
 
 
@@ -50,9 +54,19 @@ def normalize_expression(expression) -> str:
     if bad:
         raise ConfigurationError(f"{expression!r}: field {bad[0]!r} may hold only numbers, "
                                  f"'*', ',', '-' and '/'")
+    for text_field, (name, span) in zip(fields, _FIELD_SPANS):
+        _check_steps(expression, text_field, name, span)
     if not croniter.is_valid(text):
         raise ConfigurationError(f"{expression!r} is not a valid cron expression")
     return text
+
+
+def _check_steps(expression: str, text: str, name: str, span: int) -> None:
+    for part in text.split(","):
+        _, slash, step = part.partition("/")
+        if slash and (not step.isdigit() or not 1 <= int(step) <= span):
+            raise ConfigurationError(f"{expression!r}: the {name} step {part!r} must be "
+                                     f"between 1 and {span}")
 
 
 def zone_for(name: str | None) -> ZoneInfo | timezone:

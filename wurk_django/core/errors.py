@@ -6,7 +6,22 @@ class WurkError(Exception):
 
 
 class ConfigurationError(WurkError, ValueError):
-    """A setting or command-line option is invalid."""
+    """A setting or command-line option is invalid; `field` names the Config field at
+    fault, when one is, so the Django layer can name the WURK key instead."""
+
+    def __init__(self, message: str = "", *, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+    def renamed(self, label: str) -> "ConfigurationError":
+        """The same error, told with `label` (a setting or a flag) in place of the field."""
+        text = str(self)
+        field = self.field or ""
+        if field and text.startswith(field) and text[len(field):][:1] in (" ", ":", "["):
+            text = label + text[len(field):]
+        else:
+            text = f"{label}: {text}"
+        return ConfigurationError(text, field=self.field)
 
 
 class JobArgumentError(WurkError, TypeError, ValueError):

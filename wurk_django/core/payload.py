@@ -4,6 +4,7 @@ import base64
 import binascii
 import json
 import math
+import reprlib
 import secrets
 import time
 import warnings
@@ -11,10 +12,6 @@ import zlib
 from datetime import datetime, timedelta, timezone
 
 from .errors import InvalidJobError, JobArgumentError
-
-# Keys that steer a push but never reach Redis (wire §4.2).
-TRANSIENT_KEYS = ("pool", "client_class", "name", "sync", "on_commit", "transactional",
-                  "retry_in", "retries_exhausted", "cron", "cron_args", "cron_tz")
 
 MS_THRESHOLD = 100_000_000_000  # an int below this is seconds, not ms (wire §5)
 ERROR_MESSAGE_MAX = 10_000
@@ -108,13 +105,18 @@ def timestamp_clock(timestamp_format: str):
 
 
 INTERVAL_THRESHOLD = 1_000_000_000
+# The last second of the year 9999: a later run time cannot be shown as a date, and is
+# a mistake (milliseconds given as seconds, an infinite or absurd delay). A job stored
+# at such a score would simply never run.
+MAX_AT = 253_402_300_799
 
 
 def scheduled_at(interval) -> float | None:
     """Apply the interval rule: the epoch seconds to run at, or None for "now".
 
-    Numbers below 10^9 are relative seconds, larger ones absolute epoch times;
-    a time that is not in the future means an immediate push.
+    As in Sidekiq (`interval.to_f`), the value in seconds decides: below 10^9 it is
+    relative, else an absolute epoch time; a time that is not in the future means an
+    immediate push. NaN, infinities and times past the year 9999 raise JobArgumentError.
     """
     if isinstance(interval, timedelta):
         value = interval.total_seconds()
@@ -125,9 +127,24 @@ def scheduled_at(interval) -> float | None:
     else:
         raise JobArgumentError(f"a schedule must be seconds, a timedelta or a datetime, "
                                f"got {type(interval).__name__}")
+    if not math.isfinite(value):
+        raise JobArgumentError(f"a schedule must be a finite number of seconds, got {value!r}")
     now = time.time()
     at = now + value if value < INTERVAL_THRESHOLD else value
+    if at > MAX_AT:
+        raise JobArgumentError(f"a schedule of {interval!r:.60} puts the job after the year "
+                               f"9999; give seconds from now or epoch seconds")
     return at if at > now else None
+
+
+def check_at(value, label: str = "'at'"):
+    """A push's `at`, checked: finite epoch seconds no later than the year 9999."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise JobArgumentError(f"{label} must be epoch seconds, got {value!r:.60}")
+    if not math.isfinite(value) or value > MAX_AT:
+        raise JobArgumentError(f"{label} must be epoch seconds before the year 10000, "
+                               f"got {value!r}")
+    return value
 
 
 def to_epoch_seconds(value) -> float | None:
@@ -158,48 +175,168 @@ def to_datetime(value) -> datetime | None:
 # --- argument checks (core semantics §4 step 5) -------------------------------------
 
 _NATIVE_SCALARS = (str, int, bool, type(None))
+# Sidekiq parses jobs with Ruby's JSON.parse, which refuses documents nested deeper than
+# 100 arrays and objects; the job object and its args array are two of them.
+MAX_ARG_NESTING = 98
+# Bounded reprs: a bad value may be huge or nested thousands of levels deep.
+_short = reprlib.Repr()  # keyword arguments need Python 3.12
+_short.maxlevel, _short.maxstring, _short.maxother = 3, 60, 60
+_ALLOWED = ("Job arguments must be str, int, float, bool, None, list or dict with str "
+            "keys; pass an id or a string instead.")
 
 
-def _first_bad_value(value, path: str):
+def _native(value, depth: int = 0) -> bool:
+    """True if `value` is JSON-native by exact type (the fast path of every push)."""
+    kind = type(value)
+    if kind in _NATIVE_SCALARS:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if depth >= MAX_ARG_NESTING:
+        return False
+    if kind is list:
+        for item in value:
+            if not _native(item, depth + 1):
+                return False
+        return True
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or not _native(item, depth + 1):
+                return False
+        return True
+    return False
+
+
+def _first_bad_value(value, path: str, depth: int = 0):
     """Return (path, value, reason) for the first non-JSON-native value, else None."""
     kind = type(value)
     if kind in _NATIVE_SCALARS:
         return None
     if kind is float:
         return None if math.isfinite(value) else (path, value, "is not a finite number")
+    if depth >= MAX_ARG_NESTING and kind in (list, dict):
+        return _too_deep(path, value)
     if kind is list:
-        for index, item in enumerate(value):
-            found = _first_bad_value(item, f"{path}[{index}]")
-            if found:
-                return found
-        return None
+        return _first_in_items(enumerate(value), path, depth, _first_bad_value)
     if kind is dict:
-        for key, item in value.items():
+        for key in value:
             if type(key) is not str:
                 return (f"{path} key {key!r}", key, "is not a str dict key")
-            found = _first_bad_value(item, f"{path}[{key!r}]")
-            if found:
-                return found
-        return None
+        return _first_in_items(value.items(), path, depth, _first_bad_value)
     return (path, value, "is not JSON-native")
 
 
+def _first_unencodable(value, path: str, depth: int = 0):
+    """Return (path, value, reason) for the first value JSON cannot write at all, else
+    None. Looser than `_first_bad_value`: tuples and subclasses of str, int, float, list
+    and dict are written as their plain JSON forms."""
+    if isinstance(value, str):
+        return _surrogate_problem(value, path)
+    if value is None or isinstance(value, (bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, value, "is not a finite number")
+    if isinstance(value, (list, tuple, dict)) and depth >= MAX_ARG_NESTING:
+        return _too_deep(path, value)
+    if isinstance(value, (list, tuple)):
+        return _first_in_items(enumerate(value), path, depth, _first_unencodable)
+    if isinstance(value, dict):
+        for key in value:
+            if isinstance(key, str):
+                found = _surrogate_problem(key, f"{path} key {key!r}")
+            elif key is None or isinstance(key, (bool, int, float)):
+                found = None  # JSON writes these keys as strings
+            else:
+                found = (f"{path} key {key!r}", key, "cannot be a JSON object key")
+            if found:
+                return found
+        return _first_in_items(value.items(), path, depth, _first_unencodable)
+    return (path, value, "cannot be written as JSON")
+
+
+def _too_deep(path: str, value):
+    # Named by its top-level argument or option: a path a hundred levels long says less.
+    return (path.partition("[")[0], value, f"is nested more than {MAX_ARG_NESTING} levels "
+                                           f"deep, past what Sidekiq's JSON parser reads")
+
+
+def _first_in_items(items, path: str, depth: int, walk):
+    for key, item in items:
+        found = walk(item, f"{path}[{key!r}]", depth + 1)
+        if found:
+            return found
+    return None
+
+
+def _surrogate_problem(text: str, path: str):
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return (path, text, "holds a lone surrogate, which UTF-8 cannot encode")
+    return None
+
+
+def _first_unencodable_arg(args: list):
+    for position, value in enumerate(args):
+        found = _first_unencodable(value, f"argument {position}")
+        if found:
+            return found
+    return None
+
+
+def _describe(found) -> str:
+    path, bad, reason = found
+    return (f"{path} of type {type(bad).__module__}.{type(bad).__qualname__} {reason}: "
+            f"{_short.repr(bad)}.")
+
+
 def check_args(args: list, mode) -> None:
-    """Enforce JSON-native arguments: `"raise"` raises, `"warn"` warns, False skips."""
+    """Enforce JSON-native arguments: `"raise"` raises, `"warn"` warns, False skips.
+
+    "warn" pushes what JSON can write (a tuple becomes a list, an IntEnum its int),
+    after a warning; a value it cannot write at all (a set, a datetime, NaN) still
+    raises JobArgumentError, since no faithful encoding exists.
+    """
     if not mode:
         return
     for position, value in enumerate(args):
-        found = _first_bad_value(value, f"argument {position}")
-        if found is None:
+        if _native(value):
             continue
-        path, bad, reason = found
-        message = (f"{path} of type {type(bad).__module__}.{type(bad).__qualname__} {reason}: "
-                   f"{bad!r:.80}. Job arguments must be str, int, float, bool, None, list "
-                   f"or dict with str keys; pass an id or a string instead.")
-        if mode == "warn":
-            warnings.warn(message, stacklevel=4)
-            return
-        raise JobArgumentError(message)
+        message = f"{_describe(_first_bad_value(value, f'argument {position}'))} {_ALLOWED}"
+        if mode != "warn":
+            raise JobArgumentError(message)
+        warnings.warn(message, stacklevel=4)
+        unencodable = _first_unencodable_arg(args)
+        if unencodable:
+            raise JobArgumentError(f"{_describe(unencodable)} JSON cannot write it, so the "
+                                   f"job is not pushed, even with ON_COMPLEX_ARGUMENTS='warn'.")
+        return
+
+
+def encode_job(job: dict) -> bytes:
+    """`dumps(job)`, with a failure told as a JobArgumentError naming its argument (for
+    paths off the hot one; the client inlines the same try)."""
+    try:
+        return dumps(job)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise encode_error(job, exc) from None
+
+
+def encode_error(job: dict, exc: BaseException) -> JobArgumentError:
+    """Why `dumps(job)` failed, naming the argument or option at fault.
+
+    Called only after an encode failed (a lone surrogate, nesting past the recursion
+    limit, a value the argument check was told to skip), so the hot path pays nothing.
+    """
+    args = job.get("args")
+    found = _first_unencodable_arg(args) if isinstance(args, list) else None
+    for key, value in job.items():
+        if found is None and key != "args":
+            found = _first_unencodable(value, f"job option {key!r}")
+    if found is None:
+        return JobArgumentError(f"the job cannot be written as JSON: "
+                                f"{type(exc).__name__}: {exc}")
+    return JobArgumentError(f"{_describe(found)} The job cannot be written as JSON.")
 
 
 # --- failure fields (wire §4.3, §4.4) -----------------------------------------------

@@ -3,73 +3,27 @@
 import functools
 import logging
 import threading
-from datetime import timedelta
 from typing import Any, Callable, ClassVar
 
+from . import options as job_options
 from . import testmode
-from .errors import JobArgumentError
-from .payload import TRANSIENT_KEYS, scheduled_at
 from .joblog import JobAdapter
+from .payload import scheduled_at
 from .registry import REGISTRY
 
 DISCARD = "discard"
 KILL = "kill"
 DEFAULT = "default"
 
-RETRY_FOR_MAX = 1_000_000_000
 _JOB_LOGGER = logging.getLogger("wurk.job")
-_CALLABLE_OPTIONS = ("retry_in", "retries_exhausted")
-# `@wurk_task(cron="0 4 * * *", cron_args=[...], cron_tz="UTC")` registers a loop
-# (ent §2.1); these options describe the loop and never reach a job payload.
-CRON_OPTIONS = ("cron", "cron_args", "cron_tz")
-
-
-def normalize_options(options: dict, owner: str) -> dict:
-    """Check a task's options once, at definition time, so pushes stay cheap."""
-    options = dict(options)
-    for key in options:
-        if not isinstance(key, str):
-            raise JobArgumentError(f"{owner}: option keys must be str, got {key!r}")
-    if "retry_for" in options and options["retry_for"] is not None:
-        options["retry_for"] = retry_for_seconds(options["retry_for"])
-    if "tags" in options and not isinstance(options["tags"], list):
-        raise JobArgumentError(f"{owner}: 'tags' must be a list of strings")
-    if "queue" in options and not str(options["queue"] or ""):
-        raise JobArgumentError(f"{owner}: 'queue' must be a non-empty string")
-    for key in _CALLABLE_OPTIONS:
-        if options.get(key) is not None and not callable(options[key]):
-            raise JobArgumentError(f"{owner}: {key!r} must be callable")
-    return options
-
-
-def cron_options(options: dict, owner: str) -> dict:
-    """The loop a task registers itself as, checked at definition time; {} for none."""
-    found = {key: options[key] for key in CRON_OPTIONS if options.get(key) is not None}
-    if not found:
-        return {}
-    if "cron" not in found:
-        raise JobArgumentError(f"{owner}: {', '.join(found)} given without 'cron'")
-    from .cron_schedule import normalize_expression, zone_for
-    from .errors import ConfigurationError
-    try:
-        normalize_expression(found["cron"])
-        zone_for(found.get("cron_tz"))
-    except ConfigurationError as exc:
-        raise JobArgumentError(f"{owner}: cron: {exc}") from None
-    return found
-
-
-def retry_for_seconds(value) -> int:
-    seconds = int(value.total_seconds() if isinstance(value, timedelta) else value)
-    if seconds > RETRY_FOR_MAX:
-        raise JobArgumentError(f"retry_for of {seconds} s is above the maximum {RETRY_FOR_MAX}")
-    return seconds
+_HOOKS = ("retry_in", "retries_exhausted")
 
 
 class Job:
     """Base class of every task; subclass it and define `perform(self, *args)`."""
 
     wurk_options: ClassVar[dict] = {}
+    call_options: ClassVar[dict] = {}  # the task's own `sync` / `transactional`, per call
     retry_in: ClassVar[Callable | None] = None
     retries_exhausted: ClassVar[Callable | None] = None
     _abstract: ClassVar[bool] = True
@@ -83,19 +37,21 @@ class Job:
         merged = {}
         for base in reversed(cls.__mro__):
             merged.update(base.__dict__.get("wurk_options") or {})
-        merged = normalize_options(merged, owner)
-        for key in _CALLABLE_OPTIONS:
+        merged = job_options.normalize(merged, owner, job_options.TASK)
+        for key in _HOOKS:
             if merged.get(key) is not None:
                 setattr(cls, key, staticmethod(merged[key]))
+        own = cls.__dict__.get("wurk_options") or {}
         # Options are inherited, the wire name is not: a subclass of `HardJob` must not
         # claim the name "HardJob" too.
-        own_name = (cls.__dict__.get("wurk_options") or {}).get("name")
-        cls.wire_name = str(own_name or owner)
-        cls.resolved_options = {k: v for k, v in merged.items()
-                                if k not in TRANSIENT_KEYS and k not in CRON_OPTIONS}
+        cls.wire_name = str(own.get("name") or owner)
+        cls.resolved_options = job_options.payload_options(merged)
+        cls.call_options = job_options.call_defaults(merged)
         cls.task_options = merged
-        # Not inherited: a subclass of a periodic job is not periodic too.
-        cls.cron_options = cron_options(cls.__dict__.get("wurk_options") or {}, owner)
+        # Not inherited: a subclass of a periodic job is not periodic too. Checked with
+        # the loops (cron.task_entries), so a bad expression is a system check error
+        # rather than an import error in every command.
+        cls.cron_options = job_options.cron_options(own)
         REGISTRY.register(cls.wire_name, cls)
 
     def __init__(self):
@@ -114,25 +70,25 @@ class Job:
 
     @classmethod
     def set(cls, **options) -> "Setter":
-        return Setter(cls, {}).set(**options)
+        return Setter(cls, cls.call_options).set(**options)
 
     @classmethod
     def perform_async(cls, *args) -> str | None:
-        return Setter(cls, {}).perform_async(*args)
+        return Setter(cls, cls.call_options).perform_async(*args)
 
     @classmethod
     def perform_in(cls, interval, *args) -> str | None:
-        return Setter(cls, {}).perform_in(interval, *args)
+        return Setter(cls, cls.call_options).perform_in(interval, *args)
 
     perform_at = perform_in
 
     @classmethod
     def perform_bulk(cls, args_list, batch_size: int = 1000) -> list:
-        return Setter(cls, {}).perform_bulk(args_list, batch_size=batch_size)
+        return Setter(cls, cls.call_options).perform_bulk(args_list, batch_size=batch_size)
 
     @classmethod
     def perform_inline(cls, *args) -> Any:
-        return Setter(cls, {}).perform_inline(*args)
+        return Setter(cls, cls.call_options).perform_inline(*args)
 
     # --- fake-mode helpers (see testmode.py) ---------------------------------------
 
@@ -186,13 +142,8 @@ class Setter:
         self.options = options
 
     def set(self, **options) -> "Setter":
-        options = dict(options)
-        if "wait" in options:
-            options["at"] = scheduled_at(options.pop("wait"))
-        if "wait_until" in options:
-            options["at"] = scheduled_at(options.pop("wait_until"))
-        if options.get("retry_for") is not None:
-            options["retry_for"] = retry_for_seconds(options["retry_for"])
+        """Options for the next push, checked here once (not again per push)."""
+        options = job_options.normalize_call(options, f"{self.task.wire_name}.set()")
         return Setter(self.task, {**self.options, **options})
 
     def _item(self, args: tuple) -> dict:

@@ -5,7 +5,7 @@ import threading
 
 from .errors import ConfigurationError, EmptyQueueError, TestModeAlreadySetError
 from .middleware import Chain
-from .payload import dumps, loads
+from .payload import encode_job, loads
 
 DISABLE = "disable"
 FAKE = "fake"
@@ -102,9 +102,9 @@ def intercept(jobs: list[dict], config) -> None:
         if current == FAKE:
             if "at" not in job:
                 job["enqueued_at"] = config.job_clock()
-            queues.push(loads(dumps(job)))
+            queues.push(loads(encode_job(job)))
         else:
-            process_job(loads(dumps(job)), config)
+            process_job(loads(encode_job(job)), config)
 
 
 def process_job(job: dict, config=None) -> None:

@@ -13,6 +13,10 @@ from wurk_django.core.joblog import configure_logging
 from wurk_django.task_queues import serve_task_queues
 
 LOG_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
+# Flags that override a Config field; errors about the field then name the flag.
+FLAG_FIELDS = {"concurrency": "concurrency", "timeout": "shutdown_timeout_s", "tag": "tag",
+               "timestamp_format": "timestamp_format", "queue": "queues", "label": "labels"}
+PROCESS_FLAGS = ("processes", "max_memory_mb", "log_format")  # WURK's keys otherwise
 
 
 class Command(BaseCommand):
@@ -38,28 +42,25 @@ class Command(BaseCommand):
                             help="log line format (default text, or WURK['LOG_FORMAT'])")
 
     def handle(self, *args, **options):
-        overrides = {field: options[flag] for flag, field in (
-            ("concurrency", "concurrency"), ("timeout", "shutdown_timeout_s"), ("tag", "tag"),
-            ("timestamp_format", "timestamp_format"))
-            if options[flag] is not None}
+        flags = {flag: options[flag] for flag in FLAG_FIELDS if options[flag] is not None}
         if options["queue"]:
-            overrides["queues"] = tuple(options["queue"])
+            flags["queue"] = tuple(options["queue"])
         if options["label"]:
-            overrides["labels"] = frozenset(options["label"])
+            flags["label"] = frozenset(options["label"])
         try:
-            wurk = conf.wurk_settings()
-            config = conf.build_config(**overrides)
-        except (WurkError, TypeError, ValueError) as exc:
+            process = conf.process_options(**{name: options[name] for name in PROCESS_FLAGS})
+            config = conf.build_config(
+                sources={FLAG_FIELDS[flag]: f"--{flag.replace('_', '-')}" for flag in flags},
+                **{FLAG_FIELDS[flag]: value for flag, value in flags.items()})
+        except WurkError as exc:
             raise CommandError(f"wurk_worker: {exc}") from None
         configure_logging(LOG_LEVELS.get(options["verbosity"], logging.INFO),
-                          options["log_format"] or wurk.get("LOG_FORMAT", "text"),
-                          options["logfile"])
+                          process.log_format, options["logfile"])
         config = serve_task_queues(config, explicit=bool(options["queue"]))
         set_default_config(config)
-        processes = options["processes"] or wurk.get("PROCESSES", 1)
-        max_memory_mb = options["max_memory_mb"] or wurk.get("MAX_MEMORY_MB")
         try:
-            status = runner.serve(config, processes=processes, max_memory_mb=max_memory_mb,
+            status = runner.serve(config, processes=process.processes,
+                                  max_memory_mb=process.max_memory_mb,
                                   before_fork=[connections.close_all])
         except WurkError as exc:
             raise CommandError(f"wurk_worker: {exc}") from None
