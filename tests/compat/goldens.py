@@ -67,17 +67,14 @@ def expected_type_differences(timestamp_format: str, fields) -> dict:
 
 
 def in_sidekiq_order(fields, *, worker_push: bool = False) -> list[str]:
-    """Wurk's field order rearranged as Sidekiq 6.4 orders the same fields. Two harmless
-    differences (JSON objects are unordered; no Sidekiq reader depends on the order):
+    """Wurk's field order rearranged as Sidekiq 6.4 orders the same fields. One harmless
+    difference (JSON objects are unordered; no Sidekiq reader depends on the order):
     Sidekiq's `Worker.perform_async` merges `args` before `class` (its Client.push and
-    perform_in do not), and its retry handler writes `failed_at` before `retry_count`."""
+    perform_in do not). A booked retry's fields come in Sidekiq's order as they are."""
     fields = list(fields)
     if worker_push and fields.index("class") + 1 == fields.index("args"):
         fields.remove("args")
         fields.insert(fields.index("class"), "args")
-    if "retry_count" in fields and "failed_at" in fields:
-        fields.remove("retry_count")
-        fields.insert(fields.index("failed_at") + 1, "retry_count")
     return fields
 
 

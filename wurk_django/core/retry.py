@@ -130,11 +130,12 @@ class JobRetry:
         job["error_message"] = error_message(exc)
         job["error_class"] = error_class(exc)
         if "retry_count" in job:
-            job["retry_count"] = int(job["retry_count"]) + 1
+            # Sidekiq's order (stamp, then count), so a booked retry matches its bytes.
             job["retried_at"] = self.config.job_clock()
+            job["retry_count"] = int(job["retry_count"]) + 1
         else:
-            job["retry_count"] = 0
             job["failed_at"] = self.config.job_clock()
+            job["retry_count"] = 0
         backtrace = job.get("backtrace")
         if backtrace:
             lines = self.config.backtrace_cleaner(backtrace_lines(exc))
