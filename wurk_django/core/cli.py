@@ -112,6 +112,7 @@ def main(argv=None) -> int:
     # Like `python -m`, let --require find modules in the working directory.
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    REGISTRY.import_hint = CLI_IMPORT_HINT
     try:
         for module in args.require:
             importlib.import_module(module)
