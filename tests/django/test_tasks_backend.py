@@ -302,7 +302,7 @@ def test_a_worker_without_q_serves_the_queues_of_the_task_backends(start_django_
     result = tasks.report.enqueue("by default")
     worker = start_django_worker()
     assert finished(result).return_value == {"name": "by default", "pages": 1}
-    assert "also serving the django.tasks queue(s) 'reports' (TASKS['default'])" in worker.log()
+    worker.wait_for_log("also serving the django.tasks queue(s) 'reports' (TASKS['default'])")
 
 
 @pytest.mark.slow
