@@ -4,8 +4,8 @@ import base64
 import binascii
 import json
 import math
+import os
 import reprlib
-import secrets
 import time
 import warnings
 import zlib
@@ -86,7 +86,8 @@ def decode_job(raw: bytes | str) -> dict:
 
 
 def new_jid() -> str:
-    return secrets.token_hex(12)
+    # What secrets.token_hex(12) returns, without its three Python-level calls per push.
+    return os.urandom(12).hex()
 
 
 def now_ms() -> int:
