@@ -285,7 +285,7 @@ class DashboardSettings:
     """What the dashboard needs from settings, read per request so tests can override it.
 
     `bundle_dir` is the built SPA (default: the package's static/wurk/); `asset_url`
-    switches to serving it from the host's STATIC_URL instead (spec §3.3).
+    switches to serving it from the host's STATIC_URL instead.
     """
 
     read_only: bool = False

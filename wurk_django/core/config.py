@@ -174,7 +174,7 @@ class Config:
     # `(push, transactional) -> bool`: may hold a push until commit; True if it did.
     push_deferrer: Callable[[Callable[[], Any], Any], bool] | None = None
     network_timeout_s: float = 5.0
-    # Cluster leadership (ent §1) and periodic jobs (ent §2); short values are for tests.
+    # Cluster leadership and periodic jobs (Sidekiq Enterprise's); short values are for tests.
     leader_ttl_s: float = 30
     leader_renew_s: float = 15
     leader_retry_s: float = 60

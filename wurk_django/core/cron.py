@@ -1,4 +1,4 @@
-"""Periodic jobs (ent §2): loops from `cron_entries` and `@wurk_task(cron=...)`, kept
+"""Periodic jobs (Sidekiq Enterprise's): loops from `cron_entries` and `@wurk_task(cron=...)`, kept
 in Redis, fired by the leader's tick with one atomic claim per occurrence."""
 
 import dataclasses
@@ -29,7 +29,7 @@ ENTRY_KEYS = ("cron", "task", "queue", "retry", "args", "tz", "paused")
 
 
 def lid_for(schedule: str, klass: str, options: Mapping) -> str:
-    """The loop id: sha1 of schedule, class and the options sorted by key (ent §2.2)."""
+    """The loop id: sha1 of schedule, class and the options sorted by key."""
     opts_json = json.dumps(dict(sorted(options.items())), separators=(",", ":"),
                            ensure_ascii=False)
     return hashlib.sha1(f"{schedule}|{klass}|{opts_json}".encode()).hexdigest()[:16]

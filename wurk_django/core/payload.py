@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 
 from .errors import InvalidJobError, JobArgumentError
 
-MS_THRESHOLD = 100_000_000_000  # an int below this is seconds, not ms (wire §5)
+MS_THRESHOLD = 100_000_000_000  # ints below are seconds (as ms they would be before 1974)
 ERROR_MESSAGE_MAX = 10_000
 ERROR_MESSAGE_FAILED = "!!! ERROR MESSAGE THREW AN ERROR !!!"
 
@@ -173,7 +173,7 @@ def to_datetime(value) -> datetime | None:
     return None if seconds is None else datetime.fromtimestamp(seconds, timezone.utc)
 
 
-# --- argument checks (core semantics §4 step 5) -------------------------------------
+# --- argument checks ---------------------------------------------------------------
 
 _NATIVE_SCALARS = (str, int, bool, type(None))
 # Sidekiq parses jobs with Ruby's JSON.parse, which refuses documents nested deeper than
