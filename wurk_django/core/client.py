@@ -17,6 +17,30 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _bulk_parts(item) -> tuple[dict, list, int, list | float | None]:
+    """A bulk item checked up front (a bad time in a later slice must not leave earlier
+    slices pushed): the shared item, the argument lists, the slice size and the time(s)."""
+    if not isinstance(item, dict):
+        raise JobArgumentError(f"push_bulk needs a dict with 'class' and 'args': {item!r:.200}")
+    item = dict(item)
+    batch_size = item.pop("batch_size", DEFAULT_BATCH_SIZE)
+    args_list = item.get("args")
+    if not isinstance(args_list, list) or not all(isinstance(a, list) for a in args_list):
+        raise JobArgumentError("push_bulk needs 'args' as a list of argument lists, "
+                               "e.g. [[1], [2]]")
+    if not _is_number(batch_size) or batch_size < 1:
+        raise JobArgumentError(f"batch_size must be a positive number, got {batch_size!r}")
+    at = item.pop("at", None)
+    if isinstance(at, list) and len(at) != len(args_list):
+        raise JobArgumentError(f"'at' has {len(at)} times for {len(args_list)} jobs; "
+                               f"give one number or one per job")
+    for when in (at if isinstance(at, list) else () if at is None else [at]):
+        check_at(when)
+    if "jid" in item and len(args_list) != 1:
+        raise JobArgumentError("a jid may be given only when pushing exactly one job")
+    return item, args_list, int(batch_size), at
+
+
 class Client:
     """Pushes jobs for one config; cheap to create, shares the process's Redis pool."""
 
@@ -66,34 +90,14 @@ class Client:
 
         Each slice of `batch_size` jobs is one pipeline, one round trip.
         """
-        if not isinstance(item, dict):
-            raise JobArgumentError(f"push_bulk needs a dict with 'class' and 'args': {item!r:.200}")
-        item = dict(item)
-        batch_size = item.pop("batch_size", DEFAULT_BATCH_SIZE)
-        args_list = item.get("args")
-        if not isinstance(args_list, list) or not all(isinstance(a, list) for a in args_list):
-            raise JobArgumentError("push_bulk needs 'args' as a list of argument lists, "
-                                   "e.g. [[1], [2]]")
-        if not _is_number(batch_size) or batch_size < 1:
-            raise JobArgumentError(f"batch_size must be a positive number, got {batch_size!r}")
-        at = item.pop("at", None)
-        if isinstance(at, list):
-            if len(at) != len(args_list):
-                raise JobArgumentError(f"'at' has {len(at)} times for {len(args_list)} jobs; "
-                                       f"give one number or one per job")
-        # Checked up front: a bad time in a later slice must not leave earlier ones pushed.
-        for when in (at if isinstance(at, list) else () if at is None else [at]):
-            check_at(when)
-        if "jid" in item and len(args_list) != 1:
-            raise JobArgumentError("a jid may be given only when pushing exactly one job")
-
+        item, args_list, batch_size, at = _bulk_parts(item)
         # Every job shares the class and options: normalise them once, then vary args,
         # jid and time per job (the same result as normalising each, at bulk speed).
         given_jid, given_created_at = "jid" in item, "created_at" in item
         template = self.normalize({**item, "args": []})
         results: list[str | None] = []
-        for start in range(0, len(args_list), int(batch_size)):
-            chunk = args_list[start:start + int(batch_size)]
+        for start in range(0, len(args_list), batch_size):
+            chunk = args_list[start:start + batch_size]
             jobs = []
             created_at = self.config.job_clock()
             for offset, args in enumerate(chunk):
