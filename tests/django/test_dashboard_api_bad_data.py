@@ -66,6 +66,9 @@ def test_counters_and_the_default_queue_of_the_wrong_type(viewer, redis_client):
     assert stats["processed"] is None and stats["failed"] == 0
     assert stats["default_latency"] is None
     assert len(stats["problems"]) == 2
+    # Health asks Redis for LLEN queue:default: an answer, even WRONGTYPE, means it is up.
+    health = ok(viewer.get("health"))
+    assert health["status"] == "ok" and "'queue:default'" in health["problems"][0]
 
 
 def test_a_process_whose_hash_is_a_string_is_left_out_with_a_note(viewer, redis_client):
