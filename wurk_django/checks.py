@@ -43,7 +43,8 @@ def check_settings(app_configs=None, **kwargs):
 
 def _setting_error(exc: ConfigurationError, key: str | None = None) -> Error:
     check_id, hint = CHECK_IDS.get(key or getattr(exc, "key", None), ("wurk.E004", HINT_DOCS))
-    return Error(f"{exc}.", hint=hint, id=check_id)
+    text = str(exc)
+    return Error(f"{text[:1].upper()}{text[1:]}.", hint=hint, id=check_id)
 
 
 def _check_embedded(parsed, config) -> list:

@@ -200,7 +200,7 @@ def test_a_bad_redis_url_from_the_environment_names_the_variable(monkeypatch):
     with override_settings(WURK={}):
         [message] = run_checks()
     assert message.id == "wurk.E004"
-    assert message.msg.startswith("the WURK_REDIS_URL environment variable must be a redis://")
+    assert message.msg.startswith("The WURK_REDIS_URL environment variable must be a redis://")
 
 
 def test_a_password_in_a_bad_url_is_masked(monkeypatch):
