@@ -1,4 +1,4 @@
-// Builds the dashboard into the Django package (dashboard.md §3.2): hashed files under
+// Builds the dashboard into the Django package: hashed files under
 // assets/, public/ files at the root with stable names, and .vite/manifest.json so the
 // shell view can find the entry without HTTP.
 import { fileURLToPath } from "node:url";

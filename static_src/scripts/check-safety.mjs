@@ -1,4 +1,4 @@
-// Fails the build when the source could turn data into HTML (dashboard.md §2.6): every
+// Fails the build when the source could turn data into HTML: every
 // untrusted value must reach the page as a text node. Run before every build.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";

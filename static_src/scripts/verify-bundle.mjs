@@ -1,4 +1,4 @@
-// Checks a built bundle (dashboard.md §3.2) and prints its weight:
+// Checks a built bundle and prints its weight:
 // - every file under assets/ is `<name>-<8-char hash>.<ext>`, no file outside is;
 // - .vite/manifest.json exists and names one entry;
 // - the JavaScript of a first page load (the entry, its imports, and the heaviest page

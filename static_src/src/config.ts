@@ -1,4 +1,4 @@
-// The shell page hands the SPA its URLs in a json_script block (dashboard.md §2.1):
+// The shell page hands the SPA its URLs in a json_script block:
 // nothing here is hard-coded, so any URL prefix works.
 
 export interface ShellConfig {

@@ -1,5 +1,5 @@
 // Numbers, sizes, durations and times as people read them. Times are shown in UTC by
-// default with a per-user switch to local time (dashboard.md §4 #8).
+// default with a per-user switch to local time.
 
 import { useEffect, useState } from "preact/hooks";
 

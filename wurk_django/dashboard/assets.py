@@ -1,8 +1,8 @@
 """The SPA bundle: served by WhiteNoise's file machinery, and its Vite manifest.
 
-`cache.cache_control_for` decides every directive (spec §3.1); WhiteNoise supplies
+`cache.cache_control_for` decides every directive; WhiteNoise supplies
 ETags, 304s, ranges and pre-compressed variants, and already limits which answers
-carry the file's headers (§3.3).
+carry the file's headers.
 """
 
 import json

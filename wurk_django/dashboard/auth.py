@@ -1,6 +1,6 @@
 """Who may see and change what, CSRF for the JSON API, problem JSON, and the check order.
 
-Every API view is built by `endpoint()`, which runs spec §2.4's checks in one fixed
+Every API view is built by `endpoint()`, which runs the checks in one fixed
 order: 401 → 404/405 → read_only → forbidden → 415 → csrf_failed → the action.
 """
 

@@ -1,4 +1,4 @@
-"""The Cache-Control rules of spec §3.1, as one pure function and a view decorator.
+"""The dashboard's Cache-Control rules, as one pure function and a view decorator.
 
 No Django or WhiteNoise imports: settings modules may import the WhiteNoise hooks
 built on this (`whitenoise_hooks.py`).

@@ -1,4 +1,4 @@
-"""The HTML shell: one page, identical for every user, that loads the SPA (spec §3.4).
+"""The HTML shell: one page, identical for every user, that loads the SPA.
 
 Per-user data (name, permissions, CSRF token) comes from `api/meta`, so the page
 can be `public, no-cache`: a shared cache learns nothing private and revalidates

@@ -1,4 +1,4 @@
-"""Hooks for a host that serves the bundle from its own STATIC_URL (spec §3.3, option).
+"""Hooks for a host that serves the bundle from its own STATIC_URL.
 
     from wurk_django.dashboard import whitenoise_hooks
     WHITENOISE_IMMUTABLE_FILE_TEST = whitenoise_hooks.make_immutable_file_test()

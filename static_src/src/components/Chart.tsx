@@ -1,5 +1,5 @@
 // A time-series chart on uPlot (canvas: labels are drawn as pixels, never as HTML).
-// Deploy marks are vertical lines with their labels on every chart (dashboard.md §1.6).
+// Deploy marks are vertical lines with their labels on every chart.
 
 import { useEffect, useRef } from "preact/hooks";
 import uPlot from "uplot";

@@ -1,4 +1,4 @@
-// Busy: live processes (quiet/stop) and the jobs they run now (dashboard.md §1.2).
+// Busy: live processes (quiet/stop) and the jobs they run now.
 
 import { api, type ProcessItem } from "../api";
 import { run } from "../actions";

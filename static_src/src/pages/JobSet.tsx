@@ -1,4 +1,4 @@
-// Retries, Scheduled and Dead: one component (dashboard.md §1.4). Server paging, sort on
+// Retries, Scheduled and Dead: one component. Server paging, sort on
 // the score, search and field filters in the URL, row, bulk and "all" actions.
 
 import { useEffect, useState } from "preact/hooks";

@@ -1,4 +1,4 @@
-// Metrics: per-class executions, failures, total and mean time over a period (§1.6).
+// Metrics: per-class executions, failures, total and mean time over a period.
 
 import { api, type ClassTotals, type Metrics as MetricsData, type Point } from "../api";
 import { Chart, chartMarks } from "../components/Chart";

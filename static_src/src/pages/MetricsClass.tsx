@@ -1,4 +1,4 @@
-// One class's metrics (≤ 8 h): execution-time histogram and per-minute executions (§1.6).
+// One class's metrics (≤ 8 h): execution-time histogram and per-minute executions.
 
 import { api, type ClassMetrics } from "../api";
 import { Chart, chartMarks } from "../components/Chart";

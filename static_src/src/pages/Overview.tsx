@@ -1,5 +1,5 @@
 // Overview: realtime processed/failed differences, daily history with deploy marks,
-// and the Redis panel (dashboard.md §1.1).
+// and the Redis panel.
 
 import { api } from "../api";
 import { Chart, chartMarks } from "../components/Chart";

@@ -1,1 +1,1 @@
-"""The dashboard's JSON API (spec §2), one module per resource; routes in `../urls.py`."""
+"""The dashboard's JSON API, one module per resource; routes in `../urls.py`."""

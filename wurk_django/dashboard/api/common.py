@@ -1,4 +1,4 @@
-"""Shared pieces of the JSON API: paging parameters and envelopes, and the job shape (§2.3).
+"""Shared pieces of the JSON API: paging parameters and envelopes, and the job shape.
 
 Payload text is attacker-controlled; it leaves here only as JSON strings and
 numbers, never as markup, and arguments as server-made JSON text.
@@ -16,7 +16,7 @@ MAX_COUNT = 500
 MAX_PAGE = 10**9
 PREVIEW_CHARS = 2_000
 MESSAGE_CHARS = 10_000
-# Fields shown in their own rows; everything else in a payload is "extra" (§1.5).
+# Fields shown in their own rows; everything else in a payload is "extra".
 SHOWN_FIELDS = {"class", "args", "jid", "queue", "created_at", "enqueued_at", "failed_at",
                 "retried_at", "retry_count", "retry", "error_class", "error_message",
                 "error_backtrace", "tags", "bid", "encrypt", "wrapped", "display_class"}
@@ -66,7 +66,7 @@ class Paging:
 
 
 def result(requested: int, done: int, missing: int = 0, remaining: int = 0, **extra) -> dict:
-    """The answer of every mutation (§2.1)."""
+    """The answer of every mutation."""
     return {"requested": requested, "done": done, "missing": missing, "remaining": remaining,
             **extra}
 
@@ -81,7 +81,7 @@ def body_keys(request, limit: int = MAX_COUNT) -> list[str]:
 
 
 def epoch_ms(value) -> int | None:
-    """A job timestamp (int ms or float seconds, wire §5) as integer epoch ms."""
+    """A job timestamp (int ms or float seconds) as integer epoch ms."""
     seconds = to_epoch_seconds(value)
     if seconds is None or not math.isfinite(seconds):
         return None

@@ -1,4 +1,4 @@
-"""`metrics` (top classes over a period) and `metrics/<class>` (one class per minute) (§1.6)."""
+"""`metrics` (top classes over a period) and `metrics/<class>` (one class per minute)."""
 
 from datetime import timedelta
 

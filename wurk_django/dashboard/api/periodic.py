@@ -1,4 +1,4 @@
-"""`periodic`: cron loops as the cron engine stored them; pause, resume, run now (§1.8).
+"""`periodic`: cron loops as the cron engine stored them; pause, resume, run now.
 
 With no loops registered the list is simply empty; actions on an unknown lid are 404.
 """
@@ -19,7 +19,7 @@ def loop_item(loop) -> dict:
         "args_preview": args_preview, "args_truncated": args_truncated,
         "options": {name: json_text(value) for name, value in sorted(loop.options.items())},
         "last_fired_at_ms": loop.last_fired_at * 1000 if loop.last_fired_at else None,
-        # A paused loop shows no next fire (ent.md §2.7).
+        # A paused loop shows no next fire.
         "next_fire_at_ms": loop.upcoming * 1000 if loop.upcoming else None,
     }
 

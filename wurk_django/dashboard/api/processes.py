@@ -1,4 +1,4 @@
-"""`processes` (+ quiet/stop one or all) and `work`, the jobs running right now (§1.2)."""
+"""`processes` (+ quiet/stop one or all) and `work`, the jobs running right now."""
 
 import time
 

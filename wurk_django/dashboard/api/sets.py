@@ -1,5 +1,5 @@
 """`sets/<retries|scheduled|dead>`: paging, search and filters, detail, row, bulk and
-"all" actions (§1.4).
+"all" actions.
 
 Rows are keyed `<score>-<jid>` (Sidekiq's format, split at the first `-`); a row is
 found again with ZRANGE BYSCORE at that exact score plus the jid. Every move ZREMs
@@ -165,7 +165,7 @@ def _with_aliases(actions: set) -> list[str]:
 
 
 def _routes() -> list:
-    """Literal set names and action names, so anything else is a routing 404 (§2.4)."""
+    """Literal set names and action names, so anything else is a routing 404."""
     routes = []
     for name, spec in SET_ACTIONS.items():
         base, named = f"sets/{name}", {"set_name": name}
