@@ -184,3 +184,17 @@ def test_a_queue_key_of_the_wrong_type_is_one_row_with_a_note(dashboard, admin_u
     expect(dashboard.page.locator('tr[data-queue="default"] td.w-num').first).to_have_text("1")
     expect(dashboard.page.locator('[data-stat="enqueued"] dd')).to_have_text("1")
     dashboard.screenshot("queues-wrong-type")
+
+
+def test_the_queue_page_reads_only_its_own_queue(dashboard, admin_user, redis_client):
+    enqueue(redis_client, job_payload(1, queue="low"))
+    enqueue(redis_client, job_payload(2))
+    dashboard.login(admin_user)
+    asked: list[str] = []
+    dashboard.page.on("request", lambda request: asked.append(request.url.split("?")[0]))
+    dashboard.open("queues/low")
+    expect(dashboard.page.locator('table[data-table="queue-jobs"] tbody tr')).to_have_count(1)
+    expect(dashboard.page.locator("main .w-facts")).to_contain_text("1")
+    api = dashboard.url("api/")
+    assert api + "queues/low" in asked and api + "queues/low/jobs" in asked
+    assert api + "queues" not in asked  # the list of every queue is not needed here
