@@ -4,6 +4,7 @@ import ctypes
 import json
 import os
 import signal
+import threading
 import time
 
 import redis
@@ -11,12 +12,18 @@ import redis
 from wurk_django.core import Job, wurk_task
 
 _client = None
+_client_lock = threading.Lock()
 
 
 def results():
     global _client
     if _client is None:
-        _client = redis.Redis.from_url(os.environ["REDIS_URL"])
+        # Under a lock: threads of a fresh process start their first jobs together, and
+        # a second client replacing the first closes the first one's socket as it is
+        # dropped, under a job still reading from it (a failed run, a 15 s retry).
+        with _client_lock:
+            if _client is None:
+                _client = redis.Redis.from_url(os.environ["REDIS_URL"])
     return _client
 
 
@@ -77,6 +84,31 @@ async def async_record(value, delay_s=0.0):
 def blocking_sync(seconds):
     time.sleep(seconds)
     results().rpush("test:results", json.dumps({"sync": seconds}))
+
+
+@wurk_task(retry=False)
+def gated_sync(gate):
+    """Block its thread until the test pushes to `test:gate:<gate>` (at most 30 s); it
+    counts itself among the `async_rendezvous` arrivals first."""
+    results().rpush("test:started", json.dumps({"sync": gate}))
+    results().incr("test:arrived")
+    opened = results().blpop(f"test:gate:{gate}", timeout=30)
+    results().rpush("test:results", json.dumps({"sync": gate, "opened": bool(opened)}))
+
+
+@wurk_task(retry=False)
+async def async_rendezvous(value, party):
+    """Finish only once `party` of these run at the same time (at most 15 s): proof that
+    they run concurrently, whatever the machine's speed."""
+    import asyncio
+    results().incr("test:arrived")
+    deadline = time.monotonic() + 15
+    while int(results().get("test:arrived")) < party:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {results().get('test:arrived')} of {party} arrived")
+        await asyncio.sleep(0.01)
+    results().rpush("test:results", json.dumps({"async": value,
+                                                "thread": threading.current_thread().name}))
 
 
 # --- for the supervisor and no-job-lost tests -------------------------------------------

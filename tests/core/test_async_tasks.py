@@ -13,18 +13,22 @@ def results(redis_client):
 
 def test_async_tasks_run_concurrently_on_the_loop_beside_blocking_sync_ones(
         config, start_worker, redis_client):
-    jobs.blocking_sync.perform_async(3)
-    for index in range(6):
-        jobs.async_record.perform_async(index, 0.2)
+    jobs.gated_sync.perform_async("g")
+    for index in range(3):
+        jobs.async_rendezvous.perform_async(index, 4)
     start_worker("-c", "4", "--heartbeat-interval", "0.5")
-    # The sync job blocks a processor thread for 3 s; the async ones finish meanwhile.
-    wait_until(lambda: sum("async" in r for r in results(redis_client)) == 6, 10,
-               message="six async jobs")
+    # Each async job waits until it, the two others and the sync job have all started,
+    # so they finish only if the loop runs them concurrently while the sync job holds
+    # its thread (blocked until the gate opens) without stalling the loop.
+    wait_until(lambda: sum("async" in r for r in results(redis_client)) == 3, 20,
+               message="three async jobs")
     got = results(redis_client)
-    async_results = [r for r in got if "async" in r]
-    assert {r["thread"] for r in async_results} == {"wurk-asyncio"}
-    assert not any("sync" in r for r in got)  # still sleeping: the loop did not wait for it
-    wait_until(lambda: any("sync" in r for r in results(redis_client)), 10, message="sync job")
+    assert {r["thread"] for r in got if "async" in r} == {"wurk-asyncio"}
+    assert [json.loads(s) for s in redis_client.lrange("test:started", 0, -1)] == [{"sync": "g"}]
+    assert not any("sync" in r for r in got)  # it is still blocked, beside them
+    redis_client.rpush("test:gate:g", "open")
+    wait_until(lambda: {"sync": "g", "opened": True} in results(redis_client), 10,
+               message="the sync job, once its gate opened")
 
 
 def test_async_tasks_run_inline_and_in_testing_modes(config, redis_client):

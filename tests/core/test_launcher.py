@@ -9,6 +9,7 @@ from tests.support.workers import wait_until
 from wurk_django.core import ConfigurationError, keys
 from wurk_django.core.heartbeat import cleanup_processes
 from wurk_django.core.launcher import Launcher
+from wurk_django.core.metrics import HISTOGRAM_BOUNDS_MS, HISTOGRAM_BUCKETS, bucket_for
 from wurk_django.core.redis import connection_for
 
 
@@ -163,19 +164,50 @@ def test_a_raising_server_middleware_sends_the_job_to_retry(fast_config, redis_c
     assert job["jid"] == jid and job["error_class"] == "LookupError"
 
 
+def histogram(redis_client, klass: str) -> list[int]:
+    """The 26 run-time counters of `klass`, summed over its keys (runs may straddle a
+    minute)."""
+    total = [0] * HISTOGRAM_BUCKETS
+    for key in redis_client.scan_iter(match=f"h|{klass}-*"):
+        counters = redis_client.execute_command(
+            "BITFIELD_RO", key, *[part for i in range(HISTOGRAM_BUCKETS)
+                                  for part in ("GET", "u16", f"#{i}")])
+        total = [a + b for a, b in zip(total, counters)]
+    return total
+
+
+def run_ms(redis_client, klass: str) -> int:
+    """Milliseconds the successful runs of `klass` took, from the per-minute metrics."""
+    minute_keys = [k for k in redis_client.scan_iter(match="j|*")
+                   if len(k.rsplit(b":", 1)[1]) == 2]  # not the 10-minute roll-ups
+    return sum(int(redis_client.hget(key, f"{klass}|ms") or 0) for key in minute_keys)
+
+
 def test_histogram_counts_runs_per_bucket(fast_config, redis_client):
     for value in range(3):
         jobs.record.perform_async(value)
+    jobs.slow.perform_async(0.6, "timed")
     launcher = Launcher(fast_config)
     launcher.run()
     wait_until(lambda: redis_client.llen("test:results") == 3, 5, message="three jobs")
+    wait_until(lambda: redis_client.lrange("test:finished", 0, -1), 5, message="the slow job")
     launcher.stop()
-    [key] = redis_client.keys(f"h|{jobs.record.name}-*")
-    counters = redis_client.execute_command(
-        "BITFIELD_RO", key, *[part for i in range(26) for part in ("GET", "u16", f"#{i}")])
-    assert counters[0] == 3  # each run took under 20 ms
-    assert sum(counters) == 3
-    assert 0 < redis_client.ttl(key) <= 28_800
+    # The slow run sits in the bucket of the run time booked beside it, which no load
+    # can bring under its 600 ms sleep: never in one of the buckets below 500 ms.
+    slow, slow_ms = histogram(redis_client, jobs.slow.name), run_ms(redis_client, jobs.slow.name)
+    assert slow_ms >= 600
+    assert slow == [int(i == bucket_for(slow_ms)) for i in range(HISTOGRAM_BUCKETS)]
+    assert sum(slow[:HISTOGRAM_BOUNDS_MS.index(500) + 1]) == 0
+    # The three fast runs: one count each, in buckets whose bounds enclose their total.
+    fast, fast_ms = histogram(redis_client, jobs.record.name), run_ms(redis_client,
+                                                                      jobs.record.name)
+    assert sum(fast) == 3
+    lows = (0, *HISTOGRAM_BOUNDS_MS)
+    highs = (*HISTOGRAM_BOUNDS_MS, float("inf"))
+    assert (sum(n * lows[i] for i, n in enumerate(fast)) <= fast_ms
+            < sum(n * highs[i] for i, n in enumerate(fast) if n))
+    for key in redis_client.scan_iter(match="h|*"):
+        assert 0 < redis_client.ttl(key) <= 28_800
 
 
 def test_leader_event_fires_when_this_process_becomes_leader(fast_config, redis_client):

@@ -1,8 +1,8 @@
 """TimerLoop, the primitive under every periodic thread: first tick after one interval,
 terminate wakes it at once, bounded stop, and no second copy next to a wedged thread."""
 
+import sys
 import threading
-import time
 
 from tests.support.workers import wait_until
 from wurk_django.core.timer_loop import TimerLoop
@@ -12,17 +12,40 @@ def threads_named(name: str) -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == name]
 
 
+def waiting(name: str) -> bool:
+    """True while the loop's thread is blocked in its Event.wait (between ticks)."""
+    [thread] = threads_named(name) or [None]
+    frame = thread and sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code.co_name == "wait" and frame.f_code.co_filename == threading.__file__:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def test_the_first_tick_comes_one_interval_after_start():
-    started = time.monotonic()
     ticks = []
-    loop = TimerLoop("t-first", 0.3, lambda: ticks.append(time.monotonic()))
+    loop = TimerLoop("t-first", 3600, lambda: ticks.append(1))
     loop.start()
     try:
-        wait_until(lambda: len(ticks) >= 2, 5, message="two ticks")
+        # Parked in its first wait without having ticked: a process that stops within
+        # the first interval never ticks at all.
+        wait_until(lambda: waiting("t-first"), 5, message="the loop's first wait")
+        assert ticks == []
     finally:
-        loop.stop()
-    assert ticks[0] - started >= 0.3
-    assert ticks[1] - ticks[0] >= 0.3
+        assert loop.stop() is True
+    assert ticks == []
+
+
+def test_the_loop_waits_an_interval_between_ticks():
+    ticks = []
+    loop = TimerLoop("t-between", 3600, lambda: ticks.append(1), first_wait_s=0)
+    loop.start()
+    try:
+        wait_until(lambda: ticks and waiting("t-between"), 5, message="a tick, then a wait")
+        assert ticks == [1]  # parked for the next interval, not ticking again
+    finally:
+        assert loop.stop() is True
 
 
 def test_first_wait_and_interval_may_be_callables_read_each_time():
@@ -44,10 +67,10 @@ def test_first_wait_and_interval_may_be_callables_read_each_time():
 def test_terminate_cuts_a_long_wait_short():
     loop = TimerLoop("t-long", 3600, lambda: None)
     loop.start()
-    wait_until(lambda: threads_named("t-long"), 5, message="the loop thread")
-    started = time.monotonic()
+    wait_until(lambda: waiting("t-long"), 5, message="the loop's hour-long wait")
+    # stop() joins for at most JOIN_TIMEOUT_S and says False when the thread outlives
+    # that: True means terminate() woke the wait.
     assert loop.stop() is True
-    assert time.monotonic() - started < TimerLoop.JOIN_TIMEOUT_S
     assert not threads_named("t-long") and not loop.running
 
 

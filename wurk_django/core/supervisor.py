@@ -111,7 +111,7 @@ class Supervisor:
             if slot.pid == pid and not slot.ready:
                 slot.ready = True
                 slot.backoff_s = BACKOFF_START_S  # it booted: a later death is no boot loop
-                logger.info("Worker process %d (slot %d) is serving", pid, slot.index)
+                logger.info("Worker process %d (slot %d) is up", pid, slot.index)
 
     def _close_readiness(self, pid: int) -> None:
         fd = self._ready_fds.pop(pid, None)
