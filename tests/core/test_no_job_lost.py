@@ -1,5 +1,5 @@
 """Acceptance tests of "No job lost": SIGKILLed workers, poison pills, the reaper's view
-of who owns a private list, and the Redis commands a job costs (pro §1-3)."""
+of who owns a private list, and the Redis commands a job costs."""
 
 import os
 import signal

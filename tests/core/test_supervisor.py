@@ -1,4 +1,4 @@
-"""The `--processes N` supervisor with real children and real signals (ent §7.2-7.3)."""
+"""The `--processes N` supervisor with real children and real signals."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""Rolling restart: replace a supervisor's children one at a time (ent §7.3).
+"""Rolling restart: replace a supervisor's children one at a time.
 
 A non-blocking state machine advanced one phase per supervisor tick: fork the
 replacement, wait until it is serving (its first heartbeat, reported on its readiness

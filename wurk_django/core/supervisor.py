@@ -1,4 +1,4 @@
-"""`--processes N`: a parent that forks N full workers and keeps them running (ent §7.2).
+"""`--processes N`: a parent that forks N full workers and keeps them running.
 
 The parent never fetches. It forks after the application is imported, so children
 share its memory copy-on-write; it restarts a child that dies (at once if it had been
