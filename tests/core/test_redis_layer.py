@@ -12,6 +12,7 @@ from tests.support.workers import wait_until
 from wurk_django import Client
 from wurk_django.core import Config, RedisUnavailableError, WurkError, keys
 from wurk_django.core import redis as wurk_redis
+from wurk_django.core.errors import RedisCommandError, WrongTypeError
 from wurk_django.core.payload import loads
 from wurk_django.core.redis import (RedisConnection, close_connections, connection_for,
                                     is_failover_error, mask_url)
@@ -203,7 +204,7 @@ def test_write_retries_only_once_on_readonly(replica):
         return connection.client.set("wurk-test:key", "v")
 
     try:
-        with pytest.raises(redis.exceptions.ReadOnlyError):
+        with pytest.raises(RedisCommandError, match="read only replica"):
             connection.write(write_key)
     finally:
         connection.close()
@@ -239,7 +240,7 @@ def test_a_push_pipeline_refused_with_noreplicas_is_retried_once(config, redis_c
 
 
 def test_a_push_refused_twice_raises_and_writes_nothing(config, redis_client, min_replicas):
-    with pytest.raises(redis.exceptions.ResponseError, match="NOREPLICAS"):
+    with pytest.raises(RedisCommandError, match="NOREPLICAS"):
         Client(config).push({"class": "X", "args": [1]})
     redis_client.config_set("min-replicas-to-write", 0)
     assert redis_client.dbsize() == 0
@@ -261,7 +262,7 @@ def test_write_retries_once_when_unblocked_with_an_error(connection, redis_clien
     assert redis_client.lrange("wurk-test:dst", 0, -1) == [b"job"]
 
 
-def test_other_errors_are_not_retried_and_keep_their_type(connection, redis_client):
+def test_other_errors_are_not_retried_and_say_what_redis_said(connection, redis_client):
     redis_client.set("wurk-test:string", "x")
     calls = []
 
@@ -271,7 +272,7 @@ def test_other_errors_are_not_retried_and_keep_their_type(connection, redis_clie
         pipe.lpush("wurk-test:string", "job")
         return pipe.execute()
 
-    with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE") as info:
+    with pytest.raises(WrongTypeError, match="WRONGTYPE") as info:
         connection.write(push_to_a_string)
     assert len(calls) == 1
     assert info.value.__cause__ is not info.value

@@ -228,7 +228,8 @@ def sync(connection, entries: list[CronEntry]) -> list[str]:
     with its history. Returns the removed lids."""
     register(connection, entries)
     wanted = {entry.lid for entry in entries}
-    stored = {m.decode() for m in connection.client.smembers(keys.PERIODIC)}
+    stored = {m.decode() for m in connection.read(connection.client.smembers,
+                                                  keys.PERIODIC)}
     stale = sorted(stored - wanted)
     for lid in stale:
         unregister(connection, lid)
@@ -301,7 +302,9 @@ class CronDriver:
         if not self.is_leader():
             return
         now = int(time.time())
-        lids = sorted(m.decode() for m in self.connection.client.smembers(keys.PERIODIC))
+        connection = self.connection
+        lids = sorted(m.decode() for m in connection.read(connection.client.smembers,
+                                                          keys.PERIODIC))
         for lid in lids:
             try:
                 self.run_loop(lid, now)
@@ -316,8 +319,8 @@ class CronDriver:
         Occurrences more than 90 s late are skipped with a warning, never backfilled;
         later ones fire in order, each claimed on its own.
         """
-        fields = self.connection.client.hmget(keys.loop(lid), "schedule", "tz", "paused",
-                                              "klass", "options", "lf", "nf")
+        fields = self.connection.read(self.connection.client.hmget, keys.loop(lid), "schedule",
+                                      "tz", "paused", "klass", "options", "lf", "nf")
         expression, tz, paused, klass, options, lf, nf = (
             None if v is None else v.decode() for v in fields)
         if not expression or paused == "1":

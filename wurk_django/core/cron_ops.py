@@ -85,14 +85,16 @@ def history_entry(raw: bytes) -> tuple[int, str] | None:
 
 def fetch(connection, lid: str) -> LoopInfo | None:
     """The loop `lid`, or None if no such loop is registered."""
-    if not connection.client.sismember(keys.PERIODIC, lid):
+    client = connection.client
+    if not connection.read(client.sismember, keys.PERIODIC, lid):
         return None
-    return loop_from_hash(lid, connection.client.hgetall(keys.loop(lid)))
+    return loop_from_hash(lid, connection.read(client.hgetall, keys.loop(lid)))
 
 
 def loops(connection) -> list[LoopInfo]:
     """Every registered loop, ordered by class then lid."""
-    lids = sorted(m.decode() for m in connection.client.smembers(keys.PERIODIC))
+    lids = sorted(m.decode() for m in connection.read(connection.client.smembers,
+                                                      keys.PERIODIC))
     found = [loop for loop in (fetch(connection, lid) for lid in lids) if loop is not None]
     return sorted(found, key=lambda loop: (loop.klass, loop.lid))
 
@@ -101,7 +103,7 @@ def pause(connection, lid: str) -> bool:
     """Stop firing a loop until unpaused; False for an unknown lid."""
     if fetch(connection, lid) is None:
         return False
-    connection.client.hset(keys.loop(lid), "paused", "1")
+    connection.write(connection.client.hset, keys.loop(lid), "paused", "1")
     return True
 
 
@@ -145,7 +147,7 @@ def fire(config, connection, lid: str) -> str | None:
 
 def history(connection, lid: str) -> list[tuple[int, str]]:
     """The loop's last fires, newest first: (epoch seconds, jid)."""
-    raw = connection.client.lrange(keys.loop_history(lid), 0, HISTORY_CAP - 1)
+    raw = connection.read(connection.client.lrange, keys.loop_history(lid), 0, HISTORY_CAP - 1)
     return [entry for entry in map(history_entry, raw) if entry is not None]
 
 

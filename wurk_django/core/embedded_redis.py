@@ -16,9 +16,8 @@ import subprocess
 import time
 from pathlib import Path
 
-import redis
-
-from .errors import ConfigurationError, RedisUnavailableError
+from .errors import ConfigurationError, RedisFailure, RedisUnavailableError
+from .redis import RedisConnection
 
 SOCKET_NAME = "redis.sock"
 PID_NAME = "redis.pid"
@@ -92,13 +91,13 @@ def server_status(folder) -> dict:
     url = socket_url(folder)
     status = {"running": False, "url": url, "folder": str(Path(folder).resolve()),
               "pid": None, "version": None}
-    client = _client(url)
+    connection = _connection(url)
     try:
-        info = client.info("server")
-    except redis.RedisError:
+        info = connection.read(connection.client.info, "server")
+    except RedisFailure:
         return status
     finally:
-        client.close()
+        connection.close()
     status.update(running=True, pid=info.get("process_id"), version=info.get("redis_version"))
     return status
 
@@ -111,14 +110,15 @@ def stop_server(folder, timeout_s: float = STOP_TIMEOUT_S) -> bool:
         pid = server_status(folder)["pid"]
         if pid is None:
             return False
-        client = _client(url)
+        connection = _connection(url)
         try:
-            client.shutdown()  # redis-py treats the dropped connection as success
-        except redis.RedisError as exc:
+            # redis-py treats the dropped connection as success
+            connection.write(connection.client.shutdown)
+        except RedisFailure as exc:
             raise RedisUnavailableError(f"embedded Redis at {url} refused SHUTDOWN: "
                                         f"{exc}") from exc
         finally:
-            client.close()
+            connection.close()
         # Wait inside the lock so a concurrent start never races the dying server.
         _wait_gone(pid, timeout_s)
     return True
@@ -135,19 +135,18 @@ def _start_lock(folder: Path):
             fcntl.flock(lock_file, fcntl.LOCK_UN)
 
 
-def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url, socket_timeout=PING_TIMEOUT_S,
-                                socket_connect_timeout=PING_TIMEOUT_S)
+def _connection(url: str) -> RedisConnection:
+    return RedisConnection(url, pool_size=1, socket_timeout_s=PING_TIMEOUT_S)
 
 
 def _answers(url: str) -> bool:
-    client = _client(url)
+    connection = _connection(url)
     try:
-        return bool(client.ping())
-    except redis.RedisError:  # includes BusyLoadingError while the AOF loads
+        return bool(connection.write(connection.client.ping))  # once: no retry on a drop
+    except RedisFailure:  # includes "loading" replies while the AOF loads
         return False
     finally:
-        client.close()
+        connection.close()
 
 
 def server_arguments(folder: Path) -> list[str]:

@@ -36,8 +36,47 @@ class DuplicateTaskError(WurkError):
     """Two different tasks tried to register the same wire name."""
 
 
-class RedisUnavailableError(WurkError, ConnectionError):
+class RedisFailure(WurkError):
+    """Redis did not run a command: the link failed, or Redis refused it.
+
+    The connection layer (core/redis.py) turns every redis-py error into one of these,
+    so no other module needs to know redis-py's exception types.
+    """
+
+
+class RedisUnavailableError(RedisFailure, ConnectionError):
     """Redis could not be reached or dropped the connection mid-command."""
+
+
+class RedisCommandError(RedisFailure):
+    """Redis answered a command with an error (out of memory, a busy script, ...)."""
+
+    def __init__(self, message: str = "", *, reply: str = ""):
+        super().__init__(message)
+        self.reply = reply or message  # Redis's own error text, e.g. "READONLY ..."
+
+
+class WrongTypeError(RedisCommandError, TypeError):
+    """A key holds another type of value than Wurk keeps there (Redis answered WRONGTYPE).
+
+    Such keys come from other tools or hand-made commands (`SET queue:w x`); a reader
+    that knows the key names it, so one bad key can be shown as one bad row.
+    """
+
+    def __init__(self, key: str | None = None, found: str | None = None,
+                 expected: str | None = None, *, reply: str = ""):
+        self.key, self.found, self.expected = key, found, expected
+        if key is None:
+            message = "A Redis key holds another type of value than Wurk expects"
+            message += f" ({reply})" if reply else ""
+        else:
+            message = f"Redis key {key!r} holds a {found or 'value of another type'}"
+            message += f", not a {expected}" if expected else ""
+        super().__init__(message, reply=reply)
+
+
+class ScriptMissingError(RedisCommandError):
+    """Redis does not know a script's SHA (restarted or SCRIPT FLUSH): load it again."""
 
 
 class TestModeAlreadySetError(WurkError):

@@ -76,7 +76,7 @@ class Heartbeat:
 
     def _measure_rtt(self) -> int:
         started = time.monotonic_ns()
-        self.connection.client.ping()
+        self.connection.write(self.connection.client.ping)  # once: a retry would skew it
         rtt_us = (time.monotonic_ns() - started) // 1000
         readings = self._rtt_readings
         readings.append(rtt_us)
@@ -132,9 +132,10 @@ class Heartbeat:
 def cleanup_processes(connection) -> int:
     """Drop `processes` members whose identity hash is gone; at most once a minute cluster-wide."""
     client = connection.client
-    if not client.set(keys.PROCESS_CLEANUP, "1", nx=True, ex=CLEANUP_LOCK_S):
+    if not connection.write(client.set, keys.PROCESS_CLEANUP, "1", nx=True,
+                            ex=CLEANUP_LOCK_S):
         return 0
-    members = list(client.sscan_iter(keys.PROCESSES))
+    members = list(connection.sscan(keys.PROCESSES))
     if not members:
         return 0
     pipe = connection.pipeline()
@@ -143,5 +144,5 @@ def cleanup_processes(connection) -> int:
     infos = pipe.execute()
     dead = [member for member, info in zip(members, infos) if info is None]
     if dead:
-        client.srem(keys.PROCESSES, *dead)
+        connection.write(client.srem, keys.PROCESSES, *dead)
     return len(dead)

@@ -36,7 +36,7 @@ def recovery_count(connection, jid: str) -> int:
 
 def clear(connection, jid: str) -> None:
     if jid:
-        connection.client.delete(keys.recovered(jid))
+        connection.write(connection.client.delete, keys.recovered(jid))
 
 
 def kill(connection, config, raw: bytes, job: dict, count: int, source_key: str) -> None:
@@ -55,7 +55,7 @@ def kill(connection, config, raw: bytes, job: dict, count: int, source_key: str)
     send_to_dead(connection, config, member)
     # Removed only once it is in `dead`: a crash in between repeats the kill, never
     # loses the job. The reaper reads from the right end, so remove from there.
-    connection.client.lrem(source_key, -1, raw)
+    connection.write(connection.client.lrem, source_key, -1, raw)
     run_death_handlers(config, job, exc)
 
 

@@ -1,17 +1,21 @@
-"""Redis connections: pools, the retry rules for reads and writes, and Lua scripts."""
+"""Redis connections: pools, the retry rules for reads and writes, Lua scripts, and the
+error boundary: every redis-py error leaves this module as a Wurk RedisFailure."""
 
 import logging
 import os
 import re
 import threading
 from pathlib import Path
+from typing import Callable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
+from redis.client import Pipeline as _RedisPipeline
 from redis.retry import Retry
 
-from .errors import RedisUnavailableError
+from .errors import (RedisCommandError, RedisFailure, RedisUnavailableError,
+                     ScriptMissingError, WrongTypeError)
 
 logger = logging.getLogger("wurk")
 
@@ -19,7 +23,8 @@ LUA_DIR = Path(__file__).with_name("lua")
 
 # Errors that mean "the connection is gone", not "Redis refused the command".
 CONNECTION_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
-REDIS_ERRORS = (redis.exceptions.RedisError, RedisUnavailableError)
+# What callers outside this module catch: Wurk's own types only.
+REDIS_ERRORS = (RedisFailure,)
 # Replies after a fail-over: the write was refused, so sending it again is safe. A
 # pipeline prefixes the reply with "Command # n (...) of pipeline caused error: ".
 _FAILOVER_REPLY = re.compile(r"(?:^|caused error: )(?:READONLY|NOREPLICAS|UNBLOCKED)\b")
@@ -37,9 +42,12 @@ def mask_url(url: str) -> str:
 
 
 def is_failover_error(exc: BaseException) -> bool:
-    return isinstance(exc, redis.exceptions.ReadOnlyError) or (
-        isinstance(exc, redis.exceptions.ResponseError)
-        and _FAILOVER_REPLY.search(str(exc)) is not None)
+    if isinstance(exc, redis.exceptions.ReadOnlyError):
+        return True
+    if isinstance(exc, RedisCommandError):
+        return _FAILOVER_REPLY.search(exc.reply) is not None
+    return (isinstance(exc, redis.exceptions.ResponseError)
+            and _FAILOVER_REPLY.search(str(exc)) is not None)
 
 
 class RedisConnection:
@@ -65,24 +73,29 @@ class RedisConnection:
         self._links_lock = threading.Lock()
         self._link_slots = threading.BoundedSemaphore(pool_size)
 
-    def pipeline(self, transaction: bool = False):
-        return self.client.pipeline(transaction=transaction)
+    def pipeline(self, transaction: bool = False) -> "Pipeline":
+        """A pipeline whose `execute()` raises (and returns) Wurk errors only."""
+        return Pipeline(self.pool, self.client.response_callbacks, transaction, None,
+                        where=self.masked_url)
 
-    def read(self, fn, *args, **kwargs):
+    def read(self, fn: Callable, *args, **kwargs):
         """Run an idempotent read, retrying once if the connection dropped."""
         try:
             return fn(*args, **kwargs)
         except CONNECTION_ERRORS:
-            try:
-                return fn(*args, **kwargs)
-            except CONNECTION_ERRORS as exc:
-                raise RedisUnavailableError(f"Redis at {self.masked_url}: {exc}") from exc
-
-    def write(self, fn, *args, **kwargs):
-        """Run a write; retry once only when a fail-over refused it, never on a dropped link."""
+            pass
+        except redis.exceptions.RedisError as exc:
+            raise_translated(exc, self.masked_url)
         try:
             return fn(*args, **kwargs)
         except redis.exceptions.RedisError as exc:
+            raise_translated(exc, self.masked_url)
+
+    def write(self, fn: Callable, *args, **kwargs):
+        """Run a write; retry once only when a fail-over refused it, never on a dropped link."""
+        try:
+            return fn(*args, **kwargs)
+        except (redis.exceptions.RedisError, RedisCommandError) as exc:
             if not is_failover_error(exc):
                 raise_translated(exc, self.masked_url)
             logger.warning("Redis refused a write during fail-over (%s); reconnecting", exc)
@@ -91,6 +104,20 @@ class RedisConnection:
             self.pool.disconnect(inuse_connections=False)
         try:
             return fn(*args, **kwargs)
+        except redis.exceptions.RedisError as exc:
+            raise_translated(exc, self.masked_url)
+
+    def scan(self, match: str, count: int = 100) -> Iterator[bytes]:
+        """SCAN for keys matching a glob; a dropped link mid-scan raises a Wurk error."""
+        try:
+            yield from self.client.scan_iter(match=match, count=count)
+        except redis.exceptions.RedisError as exc:
+            raise_translated(exc, self.masked_url)
+
+    def sscan(self, key: str, count: int = 100) -> Iterator[bytes]:
+        """SSCAN a set's members, translated as `scan()` is."""
+        try:
+            yield from self.client.sscan_iter(key, count=count)
         except redis.exceptions.RedisError as exc:
             raise_translated(exc, self.masked_url)
 
@@ -133,18 +160,23 @@ class RedisConnection:
         kwargs = dict(self.pool.connection_kwargs)
         if socket_timeout_s is not None:
             kwargs["socket_timeout"] = socket_timeout_s
-        return DedicatedConnection(self.pool.connection_class(**kwargs))
+        return DedicatedConnection(self.pool.connection_class(**kwargs), self.masked_url)
 
-    def script(self, name: str):
+    def script(self, name: str) -> "Script":
         """Return the Lua script `lua/<name>.lua`; called by SHA, reloaded on NOSCRIPT."""
         script = self._scripts.get(name)
         if script is None:
             source = (LUA_DIR / f"{name}.lua").read_text()
-            script = self._scripts[name] = self.client.register_script(source)
+            script = self._scripts[name] = Script(self.client.register_script(source),
+                                                  self.masked_url)
         return script
 
     def ping(self) -> bool:
         return self.read(self.client.ping)
+
+    def config_get(self, name: str) -> bytes | None:
+        """One CONFIG GET value; managed services that forbid CONFIG raise a Wurk error."""
+        return self.read(self.client.config_get, name).get(name.encode())
 
     def server_version(self) -> tuple[int, ...]:
         info = self.read(self.client.info, "server")
@@ -160,9 +192,50 @@ class RedisConnection:
 
 
 def translate(exc: BaseException, where: str) -> Exception:
+    """The Wurk error for a redis-py one (Wurk's own and other errors pass unchanged)."""
     if isinstance(exc, CONNECTION_ERRORS):
         return RedisUnavailableError(f"Redis at {where}: {exc}")
+    if isinstance(exc, redis.exceptions.NoScriptError):
+        return ScriptMissingError(str(exc))
+    if isinstance(exc, redis.exceptions.ResponseError) and "WRONGTYPE" in str(exc):
+        return WrongTypeError(reply=str(exc))
+    if isinstance(exc, redis.exceptions.RedisError):
+        return RedisCommandError(f"Redis at {where} refused a command: {exc}", reply=str(exc))
     return exc if isinstance(exc, Exception) else RuntimeError(str(exc))
+
+
+def _translate_reply(reply, where: str):
+    return translate(reply, where) if isinstance(reply, Exception) else reply
+
+
+class Pipeline(_RedisPipeline):
+    """redis-py's pipeline whose errors, raised or returned in place, are Wurk's."""
+
+    def __init__(self, *args, where: str):
+        super().__init__(*args)
+        self._where = where
+
+    def execute(self, raise_on_error: bool = True) -> list:
+        try:
+            replies = super().execute(raise_on_error=raise_on_error)
+        except redis.exceptions.RedisError as exc:
+            raise_translated(exc, self._where)
+        return [_translate_reply(reply, self._where) for reply in replies]
+
+
+class Script:
+    """A registered Lua script whose errors are Wurk's; `client=pipe` queues it."""
+
+    def __init__(self, script, where: str):
+        self._script = script
+        self._where = where
+        self.source = script.script
+
+    def __call__(self, keys=(), args=(), client=None):
+        try:
+            return self._script(keys=list(keys), args=list(args), client=client)
+        except redis.exceptions.RedisError as exc:
+            raise_translated(exc, self._where)
 
 
 def raise_translated(exc: BaseException, where: str):
@@ -243,11 +316,12 @@ class DedicatedConnection:
     socket never falls out of step with the replies.
     """
 
-    def __init__(self, connection):
+    def __init__(self, connection, where: str = "Redis"):
         self.connection = connection
+        self.where = where  # the masked URL, for error messages
 
     def execute(self, commands: list[tuple]) -> list:
-        connection = self.connection
+        connection, where = self.connection, self.where
         try:
             connection.send_packed_command([pack_commands(commands)], check_health=False)
             replies = []
@@ -255,10 +329,12 @@ class DedicatedConnection:
                 try:
                     replies.append(connection.read_response())
                 except redis.exceptions.ResponseError as exc:
-                    replies.append(exc)
+                    replies.append(translate(exc, where))
             return replies
-        except BaseException:
+        except BaseException as exc:
             connection.disconnect()  # a half-read reply must never be read as the next
+            if isinstance(exc, redis.exceptions.RedisError):
+                raise_translated(exc, where)
             raise
 
     def call(self, *command):

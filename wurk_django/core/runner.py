@@ -77,7 +77,7 @@ def wait_for_redis(launcher: Launcher, pipe: SignalPipe) -> bool:
     delay_s = 1.0
     while True:
         try:
-            launcher.connection.client.ping()
+            launcher.connection.ping()
             return True
         except REDIS_ERRORS as exc:
             logger.warning("Redis at %s is unreachable (%s); retrying in %.0f s",
@@ -97,7 +97,7 @@ def check_redis(launcher: Launcher) -> None:
             f"Wurk needs Redis 6.2 or newer (LMOVE, ZRANGE BYSCORE); {connection.masked_url} "
             f"runs {'.'.join(map(str, version))}")
     try:
-        policy = connection.client.config_get("maxmemory-policy").get(b"maxmemory-policy")
+        policy = connection.config_get("maxmemory-policy")
     except REDIS_ERRORS:
         return  # managed services often forbid CONFIG
     if policy not in (None, b"noeviction"):

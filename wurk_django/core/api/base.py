@@ -5,10 +5,8 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import redis
-
 from ..config import Config, get_default_config
-from ..errors import WurkError
+from ..errors import WrongTypeError
 from ..redis import RedisConnection, connection_for
 
 DEFAULT_PAGE_SIZE = 25
@@ -24,25 +22,8 @@ EXPECTED_TYPES = {
 TYPE_NAMES = {"zset": "sorted set"}
 
 
-class WrongTypeError(WurkError, TypeError):
-    """A key holds another type of value than Wurk keeps there (Redis answered WRONGTYPE).
-
-    Such keys come from other tools or hand-made commands (`SET queue:w x`); a reader
-    reports the key so one bad key can be shown as one bad row.
-    """
-
-    def __init__(self, key: str | None, found: str | None, expected: str | None):
-        self.key, self.found, self.expected = key, found, expected
-        if key is None:
-            message = "A Redis key holds another type of value than Wurk expects"
-        else:
-            message = f"Redis key {key!r} holds a {found or 'value of another type'}"
-            message += f", not a {expected}" if expected else ""
-        super().__init__(message)
-
-
 def is_wrong_type(exc: BaseException) -> bool:
-    return isinstance(exc, redis.exceptions.ResponseError) and "WRONGTYPE" in str(exc)
+    return isinstance(exc, WrongTypeError)
 
 
 def text(value) -> str | None:
@@ -126,8 +107,8 @@ class ApiObject:
         """Run a read; WRONGTYPE becomes a WrongTypeError naming the key (the first arg)."""
         try:
             return self.connection.read(fn, *args, **kwargs)
-        except redis.exceptions.ResponseError as exc:
-            if not is_wrong_type(exc):
+        except WrongTypeError as exc:
+            if exc.key is not None:
                 raise
             key = text(args[0]) if args and isinstance(args[0], (str, bytes)) else None
             raise self._wrong_type(getattr(fn, "__name__", ""), key) from exc
@@ -173,6 +154,6 @@ class ApiObject:
     def _set_members(self, key: str) -> list[str]:
         """The members of a set, read with SSCAN, sorted; WrongTypeError names the key."""
         def sscan(name):
-            return [text(member) for member in self.redis.sscan_iter(name)]
+            return [text(member) for member in self.connection.sscan(name)]
 
         return sorted(set(self._read(sscan, key)))

@@ -37,8 +37,10 @@ class BasicFetch(Fetcher):
         if not order:
             self._quieted.wait(BLOCK_TIMEOUT_S)  # every queue paused: never spin
             return None
-        reply = self.connection.client.brpop([keys.queue(name) for name in order],
-                                             timeout=BLOCK_TIMEOUT_S)
+        # A write, never retried: a lost reply may already have popped a job.
+        connection = self.connection
+        reply = connection.write(connection.client.brpop, [keys.queue(n) for n in order],
+                                 timeout=BLOCK_TIMEOUT_S)
         self.outage.succeeded()
         if reply is None:
             return None

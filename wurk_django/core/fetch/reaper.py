@@ -78,8 +78,8 @@ class LiveOwners:
     """One sweep's view of which processes are alive (pro §2.2)."""
 
     def __init__(self, connection):
-        client = connection.client
-        members = [m.decode() for m in client.smembers(keys.PROCESSES)]
+        members = [m.decode() for m in connection.read(connection.client.smembers,
+                                                       keys.PROCESSES)]
         pipe = connection.pipeline()
         for member in members:
             pipe.hget(member, "info")
@@ -141,11 +141,13 @@ class Reaper:
             self._report(exc)
 
     def tick(self) -> None:
-        client = self.connection.client
-        if client.set(keys.REAPER_LOCK, "1", nx=True, ex=max(int(self.config.reaper_interval_s), 1)):
+        connection = self.connection
+        set_ = connection.client.set
+        if connection.write(set_, keys.REAPER_LOCK, "1", nx=True,
+                            ex=max(int(self.config.reaper_interval_s), 1)):
             self.sweep_scoped()
-        if self._is_leader() and client.set(keys.REAPER_FULL_LOCK, "1", nx=True,
-                                            ex=FULL_SWEEP_INTERVAL_S):
+        if self._is_leader() and connection.write(set_, keys.REAPER_FULL_LOCK, "1", nx=True,
+                                                  ex=FULL_SWEEP_INTERVAL_S):
             self.sweep_full()
 
     def sweep_scoped(self) -> int:
@@ -164,7 +166,8 @@ class Reaper:
     def sweep_full(self) -> int:
         """Every `queue:*|*` key, for queues nobody serves any more."""
         owners = LiveOwners(self.connection)
-        known = {m.decode("utf-8", "replace") for m in self.connection.client.smembers(keys.QUEUES)}
+        members = self.connection.read(self.connection.client.smembers, keys.QUEUES)
+        known = {m.decode("utf-8", "replace") for m in members}
         reclaimed = 0
         for raw_key in self._scan(keys.QUEUE_PREFIX + "*|*"):
             key = raw_key.decode("utf-8", "replace")
@@ -187,7 +190,7 @@ class Reaper:
             return 0
 
     def _scan(self, pattern: str):
-        return self.connection.client.scan_iter(match=pattern, count=SCAN_COUNT)
+        return self.connection.scan(pattern, count=SCAN_COUNT)
 
     def _warn_unparseable(self, key: str, known: set[str]) -> None:
         if key[len(keys.QUEUE_PREFIX):] in known or key in self._warned:
@@ -195,7 +198,7 @@ class Reaper:
         if len(self._warned) < 1000:
             self._warned.add(key)
             logger.warning("Cannot tell who owns %s (%d jobs); recover them by hand", key,
-                           self.connection.client.llen(key))
+                           self.connection.read(self.connection.client.llen, key))
 
     def drain(self, private_key: str, public_key: str) -> int:
         """Give jobs back one at a time, oldest first, checking each for poison BEFORE it
@@ -207,16 +210,17 @@ class Reaper:
         when the drain began, so no entry can hold the sweep in a loop.
         """
         moved = 0
-        client = self.connection.client
-        for _ in range(client.llen(private_key)):
-            raw = client.lindex(private_key, -1)
+        connection, client = self.connection, self.connection.client
+        for _ in range(connection.read(client.llen, private_key)):
+            raw = connection.read(client.lindex, private_key, -1)
             if raw is None:
                 break
             moved += 1
             if self._settle(private_key, raw):
                 continue
             # Not retried on a lost reply: a replay would move a second, unchecked job.
-            if client.lmove(private_key, public_key, "RIGHT", "RIGHT") is None:
+            if connection.write(client.lmove, private_key, public_key, "RIGHT",
+                                "RIGHT") is None:
                 break  # another sweep drained it meanwhile
             logger.info("Recovered a job from %s to %s", private_key, public_key)
         return moved
@@ -230,7 +234,7 @@ class Reaper:
                                                           f"moved to the dead set",
                                                "jobstr": raw})
             send_to_dead(self.connection, self.config, raw)
-            self.connection.client.lrem(private_key, -1, raw)
+            self.connection.write(self.connection.client.lrem, private_key, -1, raw)
             return True
         try:
             return poison.check_reclaimed(self.connection, self.config, raw, job, private_key)

@@ -13,9 +13,8 @@ import queue
 import threading
 import time
 
-import redis
-
 from .. import identity, keys
+from ..errors import ScriptMissingError
 from ..identity import hostname, process_nonce
 from .base import BLOCK_TIMEOUT_S, Fetcher, UnitOfWork
 
@@ -218,7 +217,7 @@ class ReliableFetch(Fetcher):
         replies = self._link.execute([*acks, self._evalsha(pairs, want)])
         _raise_errors(replies[:-1])
         reply = replies[-1]
-        if isinstance(reply, redis.exceptions.NoScriptError):
+        if isinstance(reply, ScriptMissingError):
             self._script_sha = None  # Redis restarted or SCRIPT FLUSH: load it again
             reply = self._link.execute([self._evalsha(pairs, want)])[-1]
         if isinstance(reply, Exception):
@@ -232,7 +231,7 @@ class ReliableFetch(Fetcher):
     def _evalsha(self, pairs: list[str], want: int) -> tuple:
         if self._script_sha is None:
             script = self.connection.script("fetch_batch")
-            self._script_sha = self._link.call("SCRIPT", "LOAD", script.script).decode()
+            self._script_sha = self._link.call("SCRIPT", "LOAD", script.source).decode()
         return ("EVALSHA", self._script_sha, len(pairs), *pairs, want)
 
     def _fetch_blocking(self, queue: str, epoch: int) -> list[ReliableUnit]:
