@@ -245,7 +245,7 @@ def test_kill_moves_to_dead_and_notifies_death_handlers_when_asked(config, redis
 
 
 def test_kill_trims_dead_with_the_exact_rule(config, redis_client):
-    """ZREMRANGEBYRANK dead 0 -max keeps max - 1 members once full (wire §3.3)."""
+    """ZREMRANGEBYRANK dead 0 -max keeps max - 1 members once full."""
     limited = config.replace(dead_max_jobs=5, dead_timeout_in_seconds=3600)
     now = time.time()
     redis_client.zadd(keys.DEAD, {dumps(job(100)): now - 7200})  # past the age limit

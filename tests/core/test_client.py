@@ -41,7 +41,7 @@ def _command_calls(redis_client, command):
     return stats.get(f"cmdstat_{command}", {}).get("calls", 0)
 
 
-# --- immediate push (wire §2, §4.1) ------------------------------------------------------
+# --- immediate push ----------------------------------------------------------------------
 
 def test_push_writes_queues_set_and_the_queue_list(config, redis_client):
     before = time.time_ns() // 1_000_000
@@ -172,7 +172,7 @@ def test_retry_for_that_is_not_a_duration_is_rejected(config, redis_client):
         Client().push({"class": "X", "args": [], "retry_for": "a while"})
 
 
-# --- structure checks (core semantics §4 step 1, 3) -----------------------------------------
+# --- structure checks -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("item, message", [
     ("not a dict", "a job must be a dict with 'class' and 'args'"),
@@ -209,7 +209,7 @@ def test_class_and_queue_become_strings(config, redis_client):
     assert job["queue"] == "q1" and job["class"] == "X"
 
 
-# --- scheduled push (wire §3.1) -------------------------------------------------------
+# --- scheduled push -------------------------------------------------------------------
 
 def test_scheduled_push_goes_to_the_schedule_set_without_at_or_enqueued_at(config,
                                                                            redis_client):
@@ -225,7 +225,7 @@ def test_scheduled_push_goes_to_the_schedule_set_without_at_or_enqueued_at(confi
     assert not redis_client.exists(keys.queue("default"))
 
 
-# --- bulk push (core semantics §3.2) -----------------------------------------------------
+# --- bulk push ---------------------------------------------------------------------------
 
 class CountingConnection(RedisConnection):
     """A real connection that counts the command batches (round trips) pushes send."""

@@ -17,7 +17,7 @@ class Marker:
         return args[-1]()
 
 
-# --- defaults (core semantics §5) ---------------------------------------------------
+# --- defaults -----------------------------------------------------------------------
 
 def test_defaults_follow_the_spec_table(monkeypatch):
     monkeypatch.delenv("REDIS_URL", raising=False)
@@ -151,7 +151,7 @@ def test_configuration_error_is_a_value_error_and_a_wurk_error():
     assert wurk_django.ConfigurationError is ConfigurationError
 
 
-# --- queues, modes, capsules (core semantics §7) ----------------------------------------
+# --- queues, modes, capsules ------------------------------------------------------------
 
 @pytest.mark.parametrize("entry, parsed", [
     ("critical", ("critical", 0)),

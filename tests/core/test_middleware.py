@@ -212,7 +212,7 @@ def test_an_empty_chain_runs_the_final_step():
     assert Chain().invoke(None, (), lambda: 7) == 7
 
 
-# --- client middleware on a real push (core semantics §6) -----------------------------------
+# --- client middleware on a real push -------------------------------------------------------
 
 class AddRequestId:
     config = None

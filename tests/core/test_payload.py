@@ -24,7 +24,7 @@ from wurk_django.core.payload import (backtrace_lines, check_args, decode_backtr
                                       to_epoch_seconds)
 
 
-# --- JSON codec (wire §10) ------------------------------------------------------------
+# --- JSON codec -----------------------------------------------------------------------
 
 def test_dumps_is_compact_utf8_bytes_in_insertion_order():
     encoded = dumps({"zeta": "Zürich ✓ 🚀", "alpha": [1, 2.5, None, True], "m": {"k": "v"}})
@@ -67,7 +67,7 @@ def test_now_ms_is_integer_wall_clock_milliseconds():
     assert before * 1000 - 1 <= value <= after * 1000 + 1
 
 
-# --- timestamps (wire §5) -------------------------------------------------------------
+# --- timestamps -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("value, seconds", [
     (1739522580.123456, 1739522580.123456),   # float: seconds (Sidekiq < 8)
@@ -94,7 +94,7 @@ def test_to_datetime_reads_both_formats_as_utc():
     assert to_datetime(None) is None
 
 
-# --- the interval rule (core semantics §3.1) ----------------------------------------------
+# --- the interval rule --------------------------------------------------------------------
 
 def test_small_numbers_are_seconds_from_now():
     before = time.time()
@@ -144,7 +144,7 @@ def test_other_interval_types_are_rejected(interval):
         scheduled_at(interval)
 
 
-# --- argument checks (core semantics §4 step 5) --------------------------------------------
+# --- argument checks -----------------------------------------------------------------------
 
 class Color(enum.IntEnum):
     RED = 1
@@ -215,7 +215,7 @@ def test_job_argument_error_is_a_type_error_and_a_value_error():
     assert issubclass(JobArgumentError, WurkError)
 
 
-# --- failure fields (wire §4.3, §4.4) -------------------------------------------------
+# --- failure fields -------------------------------------------------------------------
 
 class Declined(Exception):
     pass

@@ -322,7 +322,7 @@ def test_pushing_complex_arguments_raises_before_redis(config, redis_client):
     assert redis_client.dbsize() == 0
 
 
-# --- perform_inline (core semantics §3.3) -------------------------------------------------
+# --- perform_inline -----------------------------------------------------------------------
 
 class ServerRecorder:
     seen = []

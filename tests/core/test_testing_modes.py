@@ -1,4 +1,4 @@
-"""Testing modes for applications: fake records pushes, inline runs them (core semantics §16)."""
+"""Testing modes for applications: fake records pushes, inline runs them."""
 
 import threading
 import time

@@ -100,7 +100,7 @@ def test_require_view_permission(seeded, users, settings):
     ok(Api(users["superuser"]).get("stats"))
 
 
-# --- the order of the checks (§2.4) -------------------------------------------------
+# --- the order of the checks --------------------------------------------------------
 
 def test_check_order(seeded, users, settings):
     form = {"content_type": "application/x-www-form-urlencoded"}

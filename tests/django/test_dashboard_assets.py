@@ -1,4 +1,4 @@
-"""Cache-Control of the dashboard's bundle, shell and API: dashboard.md §3.5, row by row.
+"""Cache-Control of the dashboard's bundle, shell and API: row by row.
 
 The bundle is a fixture directory (WURK["DASHBOARD"]["BUNDLE_DIR"]), so these tests
 never depend on the SPA build; row 19 also walks the real bundle when it is built.

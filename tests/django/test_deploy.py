@@ -1,4 +1,4 @@
-"""Deploy marks (wire §8.3): one mark per label and minute, the git default label, the command."""
+"""Deploy marks: one mark per label and minute, the git default label, the command."""
 
 import io
 import subprocess

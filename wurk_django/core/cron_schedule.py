@@ -1,4 +1,4 @@
-"""Cron expressions for periodic jobs (ent §2.4): checking, time zones, next fire times.
+"""Cron expressions for periodic jobs: checking, time zones, next fire times.
 
 croniter does the field matching on naive wall-clock times; this module maps those
 times to instants itself, because croniter's own zone handling moves a skipped

@@ -1,4 +1,4 @@
-"""Deploy marks: one labelled minute per deploy, drawn on the dashboard's charts (wire §8.3).
+"""Deploy marks: one labelled minute per deploy, drawn on the dashboard's charts.
 
 Every process of a fleet may call `mark()` at boot; the minute rounding, the 60 s
 per-label lock and HSETNX leave a single mark per deploy.

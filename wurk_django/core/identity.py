@@ -1,4 +1,4 @@
-"""Who this process and thread are on the wire: hostname, identity, tid (wire §6)."""
+"""Who this process and thread are on the wire: hostname, identity, tid."""
 
 import os
 import secrets
@@ -30,7 +30,7 @@ def hostname() -> str:
 def process_nonce() -> str:
     """Six random bytes as hex, made once per process image.
 
-    Forked children (`--processes N`) inherit it, as Sidekiq Pro's do (pro §1.1): a
+    Forked children (`--processes N`) inherit it, as Sidekiq Pro's do: a
     list owner with our host and nonce lives in our PID namespace, so the reaper may
     ask the OS whether its pid is alive instead of waiting for its heartbeat to expire.
     The pid keeps each child's identity unique.

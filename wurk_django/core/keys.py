@@ -1,4 +1,4 @@
-"""Every Redis key name Wurk reads or writes, exactly as Sidekiq spells it (wire-format §1)."""
+"""Every Redis key name Wurk reads or writes, exactly as Sidekiq spells it."""
 
 from datetime import datetime
 
@@ -18,7 +18,7 @@ REAPER_FULL_LOCK = "super_fetch:reaper:full"
 
 SORTED_SETS = (SCHEDULE, RETRY, DEAD)
 
-# Leader election and periodic jobs (ent §1.1, §2.3).
+# Leader election and periodic jobs (Sidekiq Enterprise's key names).
 LEADER = "dear-leader"
 LEADER_TOKEN = "leader-token"
 PERIODIC = "periodic"

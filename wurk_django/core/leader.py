@@ -1,4 +1,4 @@
-"""Cluster leadership (ent §1): one process holds `dear-leader` and alone runs the
+"""Cluster leadership: one process holds `dear-leader` and alone runs the
 cluster-wide periodic work; components ask through a cached check."""
 
 import logging

@@ -1,4 +1,4 @@
-"""Per-class execution metrics and run-time histograms, flushed each beat (wire §8.1-8.2)."""
+"""Per-class execution metrics and run-time histograms, flushed each beat."""
 
 import bisect
 import threading

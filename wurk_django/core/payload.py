@@ -340,7 +340,7 @@ def encode_error(job: dict, exc: BaseException) -> JobArgumentError:
     return JobArgumentError(f"{_describe(found)} The job cannot be written as JSON.")
 
 
-# --- failure fields (wire §4.3, §4.4) -----------------------------------------------
+# --- failure fields -----------------------------------------------------------
 
 def error_message(exc: BaseException) -> str:
     try:

@@ -1,4 +1,4 @@
-"""Poison pills: a job reclaimed three times without finishing goes to the dead set (pro §3)."""
+"""Poison pills: a job reclaimed three times without finishing goes to the dead set."""
 
 import logging
 

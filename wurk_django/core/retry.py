@@ -39,7 +39,7 @@ def caused_by_shutdown(exc: BaseException) -> bool:
 
 
 def send_to_dead(connection, config, member: bytes) -> None:
-    """Add a member to `dead` and trim by age and size, in one MULTI (wire §3.3)."""
+    """Add a member to `dead` and trim by age and size, in one MULTI, as Sidekiq's DeadSet#kill does."""
     now = time.time()
 
     def send():

@@ -1,4 +1,4 @@
-"""The poller: moves due jobs from `retry` and `schedule` onto their queues (core §9)."""
+"""The poller: moves due jobs from `retry` and `schedule` onto their queues."""
 
 import logging
 import random

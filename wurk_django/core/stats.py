@@ -1,4 +1,4 @@
-"""Process-wide job counters and the work state, flushed by the heartbeat (wire §8.4)."""
+"""Process-wide job counters and the work state, flushed by the heartbeat."""
 
 import threading
 import time

@@ -106,7 +106,7 @@ def _json_body(request) -> dict:
 
 
 def _checks(request, handlers: dict):
-    """Run the checks in the spec's order; a problem response, or the handler to call."""
+    """Run the checks in the fixed order above; a problem response, or the handler to call."""
     if not request.user.is_authenticated:
         return problem("unauthenticated")
     if not handlers:

@@ -1,6 +1,6 @@
 """Per-class execution metrics read back from Redis: top classes and one class's detail.
 
-The writer is `core/metrics.py` (wire §8.1-8.2). Minute buckets live 8 hours and
+The writer is `core/metrics.py`. Minute buckets live 8 hours and
 10-minute roll-ups 3 days, so queries are capped at 480 minutes and 72 hours, as
 Sidekiq's metrics query caps them.
 """
@@ -15,7 +15,7 @@ from .base import ApiObject, text
 MAX_MINUTES = 480
 MAX_HOURS = 72
 ROLLUP_MINUTES = 10
-# The dashboard's period choices (spec dashboard §1.6), in minutes.
+# The dashboard's period choices, in minutes (Sidekiq 7's metrics page offers the same).
 PERIODS = {"1h": 60, "2h": 120, "4h": 240, "8h": 480, "24h": 1440, "48h": 2880, "72h": 4320}
 _HISTOGRAM_GET = [part for index in range(HISTOGRAM_BUCKETS)
                   for part in ("GET", "u16", f"#{index}")]
@@ -151,7 +151,7 @@ class MetricsQuery(ApiObject):
                 pipe.hmget(keys.metrics_minute(at), *fields)
                 histogram_key = keys.histogram(klass, at)
                 # Sidekiq 7 wrote the same value without the `h|` prefix; a Redis shared
-                # with one may hold either, so both are read and summed (spec §1.6).
+                # with one may hold either, so both are read and summed.
                 for key in (histogram_key, histogram_key[2:]):
                     pipe.execute_command("BITFIELD_RO", key, *_HISTOGRAM_GET)
             # A key of another type under a legacy name answers WRONGTYPE: read as zeros.

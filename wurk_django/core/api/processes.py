@@ -18,7 +18,7 @@ class EmbeddedProcessError(WurkError):
 
 
 class Process:
-    """One process as its last heartbeat described it (wire §7.1, §7.2)."""
+    """One process as its last heartbeat described it."""
 
     def __init__(self, api: ApiObject, identity: str, info: dict, busy, beat, quiet, rss,
                  rtt_us):
@@ -103,7 +103,7 @@ class Process:
         self.signal("TTIN")
 
     def signal(self, name: str) -> None:
-        """LPUSH a signal name and refresh the list's TTL, in one MULTI (wire §7.4)."""
+        """LPUSH a signal name and refresh the list's TTL, in one MULTI."""
         if name not in REMOTE_SIGNALS:
             raise ValueError(f"unknown signal {name!r}; expected one of {REMOTE_SIGNALS}")
         key = keys.signals(self.identity)
@@ -197,7 +197,7 @@ class ProcessSet(ApiObject):
 
 @dataclass
 class Work:
-    """A job a process is running now, from its `<identity>:work` hash (wire §7.3)."""
+    """A job a process is running now, from its `<identity>:work` hash."""
 
     identity: str
     tid: str
@@ -264,7 +264,7 @@ def _work(identity: str, tid: str, value) -> Work | None:
     if entry is None:
         return None
     payload = entry.get("payload")
-    # Sidekiq nests the payload as a JSON string; accept an object there too (wire §12).
+    # Sidekiq nests the payload as a JSON string; accept an object there too.
     if payload is None or isinstance(payload, (str, bytes)):
         raw = payload or b""
     else:

@@ -171,13 +171,13 @@ class Queue(ApiObject):
         return SearchResult(hits, truncated=self.size > scan_limit)
 
     def delete_by_value(self, raw) -> bool:
-        """LREM one copy of this exact payload (wire §2)."""
+        """LREM one copy of this exact payload (LREM matches byte for byte)."""
         removed = int(self._write(self.redis.lrem, self.key, 1, as_bytes(raw)))
         self._removed += removed
         return removed > 0
 
     def clear(self) -> None:
-        """Drop every job and forget the queue, in one MULTI (wire §11)."""
+        """Drop every job and forget the queue, in one MULTI."""
         def build(pipe):
             pipe.unlink(self.key)
             pipe.srem(keys.QUEUES, self.name)

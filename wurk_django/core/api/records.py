@@ -6,7 +6,7 @@ from datetime import datetime
 from ..payload import decode_backtrace, loads, to_datetime, to_epoch_seconds
 from .base import as_bytes
 
-# The class the django.tasks backend writes; the real task sits in `wrapped` (core §15).
+# The class the django.tasks backend writes; the real task sits in `wrapped`.
 TASK_WRAPPER = "wurk_django.tasks_backend.TaskWrapper"
 ENCRYPTED_PLACEHOLDER = "[encrypted data]"
 
@@ -21,7 +21,7 @@ def parse_job(raw: bytes) -> dict | None:
 
 
 def seconds_since(timestamp) -> float:
-    """Seconds from a job timestamp in either wire format (wire §5) to now; 0.0 if absent."""
+    """Seconds from a job timestamp in either form (int ms or float seconds) to now; 0.0 if absent."""
     seconds = to_epoch_seconds(timestamp)
     return 0.0 if seconds is None else time.time() - seconds
 
@@ -38,7 +38,7 @@ class JobRecord:
     """One job payload: the exact stored bytes (`raw`) and, when it parses, the job hash.
 
     Removal always uses `raw`, never a re-serialisation, because LREM and ZREM match
-    byte for byte (wire §3.4).
+    byte for byte.
     """
 
     def __init__(self, raw, queue: str | None = None):

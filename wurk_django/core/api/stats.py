@@ -7,7 +7,7 @@ from .base import ApiObject, WrongTypeError, text
 from .records import enqueued_latency
 
 STAT_KINDS = ("processed", "failed")
-HISTORY_MAX_DAYS = 5 * 365  # per-day counters live five years (wire §1)
+HISTORY_MAX_DAYS = 5 * 365  # per-day counters live five years, as Sidekiq keeps them
 DEFAULT_QUEUE = "default"
 UNKNOWN = object()  # a reply whose key held the wrong type
 

@@ -1,4 +1,4 @@
-"""The reaper: gives jobs in dead processes' private lists back to their queues (pro §2)."""
+"""The reaper: gives jobs in dead processes' private lists back to their queues."""
 
 import logging
 import os
@@ -75,7 +75,7 @@ def escape_glob(text: str) -> str:
 
 
 class LiveOwners:
-    """One sweep's view of which processes are alive (pro §2.2)."""
+    """One sweep's view of which processes are alive."""
 
     def __init__(self, connection):
         members = [m.decode() for m in connection.read(connection.client.smembers,

@@ -1,4 +1,4 @@
--- Claim one occurrence of a cron loop before anything is pushed (ent §2.6): a
+-- Claim one occurrence of a cron loop before anything is pushed: a
 -- compare-and-swap on the loop's next-fire mark, so of several pollers that believe
 -- they lead, exactly one wins each slot.
 -- KEYS[1]: `loops:<lid>`. ARGV[1]: the slot's token (the raw `nf` read, or the

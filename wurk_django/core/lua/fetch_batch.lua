@@ -1,5 +1,5 @@
 -- Move up to ARGV[1] jobs, oldest first, from the queues in fetch order into their
--- private lists (pro §1.2, with prefetch for the threads waiting in this process).
+-- private lists (with prefetch for the threads waiting in this process).
 -- KEYS: public1, private1, public2, private2, ...; a queue is drained before the next.
 -- Returns a flat list {pair index (1-based), payload, ...}, possibly empty.
 local want = tonumber(ARGV[1])

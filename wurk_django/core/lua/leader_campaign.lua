@@ -1,4 +1,4 @@
--- Take or renew cluster leadership in one step (ent §1.2); never GET then EXPIRE from
+-- Take or renew cluster leadership in one step; never GET then EXPIRE from
 -- the client, or our EXPIRE could extend a lock another process took in between.
 -- KEYS[1]: `dear-leader`; KEYS[2]: `leader-token`.
 -- ARGV[1]: our identity; ARGV[2]: TTL in ms; ARGV[3]: "1" if we believe we hold it.

@@ -1,4 +1,4 @@
--- Pop the lowest-scored member of a sorted set whose score is <= now (wire §11.1).
+-- Pop the lowest-scored member of a sorted set whose score is <= now.
 -- KEYS[1]: `schedule` or `retry`; ARGV[1]: now, epoch seconds as float text.
 -- Atomic, so two pollers can never promote the same entry.
 local due = redis.call("ZRANGE", KEYS[1], "-inf", ARGV[1], "BYSCORE", "LIMIT", 0, 1)
