@@ -1,8 +1,8 @@
 """Cron loops in Redis: registration and sync, the claim, the tick's rules (late slots,
-lost pushes, pause), manual operations, and `@wurk_task(cron=...)`."""
+lost pushes, pause), and `@wurk_task(cron=...)`. Manual operations on stored loops are the
+data API's (tests/core/test_api_periodic.py)."""
 
 import hashlib
-import json
 import logging
 import threading
 import time
@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.workers import wait_until
 from wurk_django.core import Client, Job, keys, wurk_task
-from wurk_django.core import cron_ops
+from wurk_django.core.api import LoopSet
 from wurk_django.core.cron import (CronDriver, CronEntry, configured_entries,
                                    entry_from_setting, lid_for, occurrence_jid, register, sync,
                                    task_entries)
@@ -113,7 +113,7 @@ def test_sync_removes_loops_no_longer_configured_with_their_history(config, redi
     kept, dropped = CronEntry("* * * * *", "Kept"), CronEntry("* * * * *", "Dropped")
     connection = connection_for(config)
     sync(connection, [kept, dropped])
-    cron_ops.fire(config, connection, dropped.lid)
+    LoopSet(config).fire(dropped.lid)
     assert redis_client.llen(keys.loop_history(dropped.lid)) == 1
     assert sync(connection, [kept]) == [dropped.lid]
     assert redis_client.smembers(keys.PERIODIC) == {kept.lid.encode()}
@@ -208,7 +208,7 @@ def test_a_due_slot_fires_once_with_its_marks_history_and_jid(config, redis_clie
     assert (job["class"], job["args"], job["queue"], job["retry"]) == ("CronProbe", [7], "cron", 3)
     assert job["jid"] == occurrence_jid(lid, MINUTE)
     assert marks(redis_client, lid) == (MINUTE + 2, MINUTE + 60)
-    assert cron_ops.history(connection_for(config), lid) == [(MINUTE + 2, job["jid"])]
+    assert LoopSet(config).fetch(lid).history == [(MINUTE + 2, job["jid"])]
     assert cron.run_loop(lid, MINUTE + 3) == 0  # the next slot is not due yet
     assert len(queued(redis_client, "cron")) == 1
 
@@ -329,53 +329,6 @@ def test_a_follower_with_a_stale_leader_answer_races_the_new_leader_and_loses(
     assert outcomes[0] == (str(due), False)  # lost the claim for the slot it read
     jids = [job["jid"] for job in queued(redis_client)]
     assert jids.count(occurrence_jid(lid, due)) == 1 and len(jids) == len(set(jids))
-
-
-# --- manual operations -------------------------------------------------------------
-
-def test_pause_skips_and_unpause_resumes_from_the_next_slot(config, redis_client):
-    connection = connection_for(config)
-    lid = add_loop(config, "* * * * *", nf=MINUTE)
-    assert cron_ops.pause(connection, lid) is True
-    assert driver(config).run_loop(lid, MINUTE + 1) == 0
-    assert cron_ops.fetch(connection, lid).paused
-    assert cron_ops.unpause(connection, lid) is True
-    loop = cron_ops.fetch(connection, lid)
-    assert not loop.paused and loop.next_fire_at > MINUTE + 60  # computed from now
-    assert cron_ops.pause(connection, "nope") is False
-    assert cron_ops.unpause(connection, "nope") is False
-
-
-def test_manual_fire_skips_gate_and_claim_and_moves_the_marks(config, redis_client):
-    connection = connection_for(config)
-    lid = add_loop(config, "0 0 1 1 *", queue="cron", args=["a"], nf=MINUTE)
-    cron_ops.pause(connection, lid)
-    jid = cron_ops.fire(config, connection, lid)
-    [job] = queued(redis_client, "cron")
-    assert job["jid"] == jid and job["args"] == ["a"]
-    lf, nf = marks(redis_client, lid)
-    assert nf > lf > MINUTE and cron_ops.history(connection, lid) == [(lf, jid)]
-    assert cron_ops.fire(config, connection, "unknown") is None
-
-
-def test_history_keeps_the_last_25_fires_newest_first(config, redis_client):
-    connection = connection_for(config)
-    lid = add_loop(config)
-    jids = [cron_ops.fire(config, connection, lid) for _ in range(30)]
-    history = cron_ops.history(connection, lid)
-    assert [jid for _, jid in history] == jids[::-1][:25]
-    assert redis_client.llen(keys.loop_history(lid)) == 25
-    assert json.loads(redis_client.lindex(keys.loop_history(lid), 0))[1] == jids[-1]
-
-
-def test_the_list_table_shows_next_fire_in_the_loop_zone_and_utc(config):
-    connection = connection_for(config)
-    lid = add_loop(config, "0 9 * * *", tz="Asia/Tokyo", nf=1_699_920_000)  # 2023-11-14 00:00 UTC
-    text = cron_ops.loops_table(cron_ops.loops(connection))
-    header, row = text.splitlines()
-    assert "NEXT FIRE (LOOP TZ)" in header and "NEXT FIRE (UTC)" in header
-    assert lid in row and "2023-11-14 09:00:00 Asia/Tokyo" in row
-    assert "2023-11-14 00:00:00 UTC" in row
 
 
 # --- the thread ----------------------------------------------------------------------

@@ -14,7 +14,7 @@ from tests.support.redis_server import free_port
 from wurk_django import conf
 from wurk_django.core import keys
 from wurk_django.core.config import set_default_config
-from wurk_django.core.cron import configured_entries, register
+from wurk_django.core.cron import CronEntry, configured_entries, register
 from wurk_django.core.payload import loads
 from wurk_django.core.redis import close_connections, connection_for
 
@@ -99,6 +99,16 @@ def test_wurk_cron_lists_pauses_fires_and_shows_history(redis_client):
             wurk_cron("pause", "nope")
         with pytest.raises(CommandError, match="needs a loop id"):
             wurk_cron("fire")
+
+
+def test_the_list_table_shows_next_fire_in_the_loop_zone_and_utc(redis_client):
+    entry = CronEntry("0 9 * * *", "CronProbe", tz="Asia/Tokyo")
+    register(connection_for(conf.build_config()), [entry])
+    redis_client.hset(keys.loop(entry.lid), "nf", "1699920000")  # 2023-11-14 00:00 UTC
+    header, row = wurk_cron("list").splitlines()
+    assert "NEXT FIRE (LOOP TZ)" in header and "NEXT FIRE (UTC)" in header
+    assert entry.lid in row and "2023-11-14 09:00:00 Asia/Tokyo" in row
+    assert "2023-11-14 00:00:00 UTC" in row
 
 
 def test_wurk_cron_reports_an_unreachable_redis(monkeypatch):

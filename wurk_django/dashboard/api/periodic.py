@@ -1,4 +1,5 @@
-"""`periodic`: cron loops as the cron engine stored them; pause, resume, run now.
+"""`periodic`: cron loops as the cron engine stored them; pause, resume, run now, all
+through the data API's LoopSet, as `manage.py wurk_cron` does.
 
 With no loops registered the list is simply empty; actions on an unknown lid are 404.
 """
@@ -41,14 +42,15 @@ def one_loop(request, lid: str):
 
 def _pause(paused: bool):
     def handler(request, lid: str):
-        if not LoopSet().set_paused(lid, paused):
+        loop_set = LoopSet()
+        if not (loop_set.pause(lid) if paused else loop_set.unpause(lid)):
             raise ApiError("not_found", f"No periodic job {lid!r}.")
         return {"lid": lid, "paused": paused, **result(1, 1)}
     return handler
 
 
 def run_now(request, lid: str):
-    jid = LoopSet().run_now(lid)
+    jid = LoopSet().fire(lid)
     if jid is None:
         raise ApiError("not_found", f"No periodic job {lid!r}.")
     return {"lid": lid, "jid": jid, **result(1, 1)}
