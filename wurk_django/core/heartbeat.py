@@ -1,7 +1,8 @@
-"""Process registration: the heartbeat, busy snapshot, remote signals and cleanup (wire §7)."""
+"""Process registration: the heartbeat, busy snapshot, remote signals and cleanup."""
 
 import logging
 import time
+from collections.abc import Callable
 
 from . import keys
 from .identity import rss_kb
@@ -21,13 +22,29 @@ REMOTE_SIGNALS = ("TSTP", "TERM", "INT", "TTIN", "USR2")
 
 
 class Heartbeat:
-    """Beats every `heartbeat_interval_s` (10 s): stats, work hash, identity hash, signals."""
+    """Beats every `heartbeat_interval_s` (10 s): stats, work hash, identity hash, signals.
 
-    def __init__(self, launcher):
-        self.launcher = launcher
-        self.config = launcher.config
-        self.connection = launcher.connection
-        self.identity = launcher.identity
+    Args:
+        info_json: the identity hash's `info` field, fixed for the life of the process.
+        counters, metrics: drained into Redis at each beat (metrics not at `clear()`:
+            the launcher flushes them last, after the final jobs).
+        work: a snapshot of the running jobs, `{tid: (queue, payload, run_at)}`.
+        is_quiet: whether the process has stopped fetching (the hash's `quiet` field).
+        on_signal: called with a remote signal's name (TSTP, TERM, ...) on this thread.
+    """
+
+    def __init__(self, config, connection, identity: str, info_json: bytes, *, counters,
+                 metrics, work: Callable[[], dict], is_quiet: Callable[[], bool],
+                 on_signal: Callable[[str], None]):
+        self.config = config
+        self.connection = connection
+        self.identity = identity
+        self.info_json = info_json
+        self.counters = counters
+        self.metrics = metrics
+        self._work = work
+        self._is_quiet = is_quiet
+        self._on_signal = on_signal
         self._loop = TimerLoop("wurk-heartbeat", self.config.heartbeat_interval_s, self.beat)
         self._rtt_readings: list[int] = []
         self._outage = OutageLog("heartbeat", self.config, "heartbeat")
@@ -42,11 +59,10 @@ class Heartbeat:
 
     def beat(self) -> None:
         """One beat; every failure is logged and the next beat tries again."""
-        launcher = self.launcher
         started = time.monotonic()
         try:
-            flush_counters(self.connection, launcher.counters)
-            launcher.metrics.flush(self.connection)
+            flush_counters(self.connection, self.counters)
+            self.metrics.flush(self.connection)
             busy = self._write_work()
             rtt_us = self._measure_rtt()
             existed, signal = self._write_identity(busy, rtt_us)
@@ -61,7 +77,7 @@ class Heartbeat:
             self._deliver(signal.decode("utf-8", "replace"))
 
     def _write_work(self) -> int:
-        work = self.launcher.work_state.snapshot()
+        work = self._work()
         work_key = keys.work(self.identity)
         pipe = self.connection.pipeline(transaction=True)
         pipe.unlink(work_key)
@@ -89,12 +105,11 @@ class Heartbeat:
         return rtt_us
 
     def _write_identity(self, busy: int, rtt_us: int) -> tuple[bool, bytes | None]:
-        launcher = self.launcher
         fields = {
-            "info": launcher.info_json,
+            "info": self.info_json,
             "busy": busy,
             "beat": repr(time.time()),
-            "quiet": "true" if launcher.quieting else "false",
+            "quiet": "true" if self._is_quiet() else "false",
             "rss": rss_kb(),
             "rtt_us": rtt_us,
             "concurrency": self.config.total_concurrency,
@@ -115,12 +130,12 @@ class Heartbeat:
         if self.config.embedded:
             logger.info("Ignoring remote signal %s in an embedded worker", name)
             return
-        self.launcher.signal(name)
+        self._on_signal(name)
 
     def clear(self) -> None:
         """Unregister at graceful stop; best effort, as the identity hash expires anyway."""
         try:
-            flush_counters(self.connection, self.launcher.counters)
+            flush_counters(self.connection, self.counters)
             pipe = self.connection.pipeline()
             pipe.srem(keys.PROCESSES, self.identity)
             pipe.unlink(keys.work(self.identity))

@@ -37,7 +37,7 @@ class Launcher:
         self.managers = [Manager(config, capsule, self.connection, self.counters,
                                  self.work_state, self.metrics)
                          for capsule in config.capsules_]
-        # Leader-gated: cron, process cleanup (poller), the reaper's full sweep (ent §1.3).
+        # Leader-gated: cron, process cleanup (poller), the reaper's full sweep.
         self.leader = Leader(config, self.connection, self.identity)
         self.cron = CronDriver(config, self.connection, Client(config, self.connection),
                                self.leader.check())
@@ -46,13 +46,16 @@ class Launcher:
         self.leader.on_gain(lambda: config.fire_event("leader"))
         self.poller = Poller(config, self.connection, Client(config, self.connection),
                              is_leader=self.leader.check())
-        self.heartbeat = Heartbeat(self)
         self.reaper = None
         if config.fetch == "reliable":
             served = list(dict.fromkeys(n for c in config.capsules_ for n in c.queue_names))
             self.reaper = Reaper(config, self.connection, served, is_leader=self.leader.check())
         self.info_json = dumps(self.info())
         self.quieting = False
+        self.heartbeat = Heartbeat(
+            config, self.connection, self.identity, self.info_json, counters=self.counters,
+            metrics=self.metrics, work=self.work_state.snapshot,
+            is_quiet=lambda: self.quieting, on_signal=self.signal)
         self.stopping = False
         self.stopped = threading.Event()
         # Signals (OS or remote) waiting for the main thread; see `signal()`.

@@ -6,7 +6,7 @@ import time
 
 from .fetch import fetcher_for
 from .joblog import JobLogger
-from .processor import Processor
+from .processor import CapsuleContext, Processor
 from .retry import JobRetry
 
 logger = logging.getLogger("wurk")
@@ -20,17 +20,15 @@ class Manager:
     def __init__(self, config, capsule, connection, counters, work_state, metrics):
         self.config = config
         self.capsule = capsule
-        self.connection = connection
-        self.counters = counters
-        self.work_state = work_state
-        self.metrics = metrics
-        self.server_middleware = config.server_middleware.copy()
-        self.job_logger = JobLogger(config)
-        self.retrier = JobRetry(config, connection)
         self.fetcher = fetcher_for(config, capsule, connection)
         self.done = threading.Event()
         self.force = threading.Event()  # a second Ctrl-C: stop waiting for jobs
-        self.processors = [Processor(self, index) for index in range(capsule.concurrency)]
+        context = CapsuleContext(
+            name=capsule.name, config=config, connection=connection, fetcher=self.fetcher,
+            done=self.done, retrier=JobRetry(config, connection), job_logger=JobLogger(config),
+            counters=counters, work_state=work_state, metrics=metrics,
+            server_middleware=config.server_middleware.copy())
+        self.processors = [Processor(context, index) for index in range(capsule.concurrency)]
 
     def start(self) -> None:
         for processor in self.processors:

@@ -4,6 +4,8 @@ import ctypes
 import logging
 import threading
 import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .aio import resolve
 from .errors import InvalidJobError, Shutdown
@@ -14,20 +16,60 @@ from .redis import REDIS_ERRORS
 from .registry import REGISTRY
 from .retry import RetryHandled, send_to_dead
 
+if TYPE_CHECKING:
+    from .config import Config
+    from .fetch.base import Fetcher
+    from .joblog import JobLogger
+    from .metrics import Metrics
+    from .middleware import Chain
+    from .redis import RedisConnection
+    from .retry import JobRetry
+    from .stats import Counters, WorkState
+
 logger = logging.getLogger("wurk")
 
 FETCH_BACKOFF_MAX_S = 5.0
 
 
+@dataclass(frozen=True, slots=True)
+class CapsuleContext:
+    """What a capsule's processor threads share, built once by its Manager.
+
+    The process-wide parts (connection, counters, work state, metrics) are the same
+    objects in every capsule; the fetcher, the done event, the retrier, the job logger
+    and the middleware chain are the capsule's own.
+    """
+
+    name: str
+    config: "Config"
+    connection: "RedisConnection"
+    fetcher: "Fetcher"
+    done: threading.Event
+    retrier: "JobRetry"
+    job_logger: "JobLogger"
+    counters: "Counters"
+    work_state: "WorkState"
+    metrics: "Metrics"
+    server_middleware: "Chain"
+
+
 class Processor:
     """Runs `while not done: process(fetch())` on its own daemon thread."""
 
-    def __init__(self, manager, index: int):
-        self.manager = manager
-        self.config = manager.config
-        self.fetcher = manager.fetcher
-        self.done = manager.done
-        self.name = f"wurk-{manager.capsule.name}-{index}"
+    def __init__(self, context: CapsuleContext, index: int):
+        # Each collaborator is copied onto the processor: one attribute read per use
+        # on the per-job path, never a walk through the context.
+        self.config = context.config
+        self.connection = context.connection
+        self.fetcher = context.fetcher
+        self.done = context.done
+        self.retrier = context.retrier
+        self.job_logger = context.job_logger
+        self.counters = context.counters
+        self.work_state = context.work_state
+        self.metrics = context.metrics
+        self.server_middleware = context.server_middleware
+        self.name = f"wurk-{context.name}-{index}"
         self.unit = None
         self.thread: threading.Thread | None = None
         self._backoff_s = 0.0
@@ -85,12 +127,12 @@ class Processor:
             self._settle(unit, raw)
             return
         unit.jid = job.get("jid") if isinstance(job.get("jid"), str) else None
-        manager = self.manager
+        job_logger = self.job_logger
         ack = False
-        tokens = manager.job_logger.enter(job)
+        tokens = job_logger.enter(job)
         try:
-            manager.retrier.global_guard(raw, unit.queue,
-                                         lambda: self._dispatch(job, raw, unit.queue))
+            self.retrier.global_guard(raw, unit.queue,
+                                      lambda: self._dispatch(job, raw, unit.queue))
             ack = True
         except RetryHandled as handled:
             ack = True
@@ -112,7 +154,7 @@ class Processor:
                                                "job": job})
             self._settle(unit, _unbookable(raw, exc))
         finally:
-            manager.job_logger.leave(tokens)
+            job_logger.leave(tokens)
             if ack:
                 self._acknowledge(unit)
 
@@ -120,7 +162,7 @@ class Processor:
         """Keep a job that cannot run or be booked in `dead`, then let it go. On a Redis
         error it stays unacknowledged: only an outage may leave a job in the list."""
         try:
-            send_to_dead(self.manager.connection, self.config, member)
+            send_to_dead(self.connection, self.config, member)
         except REDIS_ERRORS as exc:
             self.config.handle_exception(exc, {"context": "Redis failed while moving a job "
                                                           "to the dead set", "jobstr": member})
@@ -134,29 +176,29 @@ class Processor:
             pass  # the fetcher reported it and sends the ack with its next round trip
 
     def _dispatch(self, job: dict, raw: bytes, queue: str):
-        manager = self.manager
+        job_logger, work_state = self.job_logger, self.work_state
         thread_id = tid()
-        started = manager.job_logger.start()
-        manager.work_state.start(thread_id, queue, raw)
+        started = job_logger.start()
+        work_state.start(thread_id, queue, raw)
         failed = True
         try:
-            manager.config.reloader(lambda: self._run(job, raw, queue))
+            self.config.reloader(lambda: self._run(job, raw, queue))
             failed = False
         finally:
-            manager.work_state.finish(thread_id)
-            manager.counters.record(failed)
-            manager.job_logger.finish(started, failed)
+            work_state.finish(thread_id)
+            self.counters.record(failed)
+            job_logger.finish(started, failed)
 
     def _run(self, job: dict, raw: bytes, queue: str):
         task = REGISTRY.get(job["class"])
         instance = task()
         instance.jid = job.get("jid")
         instance._interrupt = self.done
-        return self.manager.retrier.local_guard(
+        return self.retrier.local_guard(
             task, raw, queue, lambda: self._execute(instance, job, queue))
 
     def _execute(self, instance, job: dict, queue: str):
-        chain = self.manager.server_middleware
+        chain = self.server_middleware
         started = time.monotonic()
         failed = True
         try:
@@ -171,7 +213,7 @@ class Processor:
             raise
         finally:
             elapsed_ms = int((time.monotonic() - started) * 1000)
-            self.manager.metrics.track(metric_class(job), elapsed_ms, failed)
+            self.metrics.track(metric_class(job), elapsed_ms, failed)
 
     def kill(self) -> None:
         """Raise Shutdown inside this thread's running job (hard shutdown, after requeue).
