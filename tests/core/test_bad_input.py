@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from wurk_django import wurk_task
-from wurk_django.core import Client, JobArgumentError, keys, testing, testmode
+from wurk_django.core import Client, JobArgumentError, keys, testing, testing_modes
 from wurk_django.core.payload import MAX_ARG_NESTING, MAX_AT, loads
 
 
@@ -53,7 +53,7 @@ def test_a_lone_surrogate_is_refused_in_fake_mode_too(config):
     with testing("fake"):
         with pytest.raises(JobArgumentError, match="lone surrogate"):
             record.perform_async("\ud800")
-        assert testmode.jobs_for(record.name) == []
+        assert testing_modes.jobs_for(record.name) == []
 
 
 def test_nesting_is_limited_to_what_sidekiqs_json_parser_reads(config, redis_client):

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from wurk_django import Client, wurk_task
+from wurk_django import Client, Job, wurk_task
 from wurk_django.core import JobArgumentError, keys, set_default_config
 from wurk_django.core.payload import loads
 from wurk_django.core.redis import RedisConnection
@@ -20,6 +20,13 @@ def critical_task(x):
 @wurk_task
 def plain_task(*args):
     pass
+
+
+class DailyPush(Job):
+    wurk_options = {"queue": "daily"}
+
+    def perform(self):
+        pass
 
 
 @wurk_task(name="ClientTestWrapped", queue="wrapped-q", retry=2)
@@ -122,6 +129,22 @@ def test_caller_keys_win_over_task_options(config, redis_client):
     Client().push({"class": critical_task, "args": [1], "queue": "elsewhere", "retry": 1})
     [job] = _queued(redis_client, "elsewhere")
     assert (job["queue"], job["retry"], job["backtrace"]) == ("elsewhere", 1, True)
+
+
+class AbstractBase(Job):
+    _abstract = True  # a base for tasks, not one itself
+
+
+def test_only_task_classes_and_task_functions_stand_for_a_task(config, redis_client):
+    Client().push({"class": DailyPush, "args": []})
+    Client().push({"class": critical_task, "args": [1]})
+    assert [(job["class"], job["queue"]) for job in _queued(redis_client, "daily")] == [
+        ("tests.core.test_client.DailyPush", "daily")]
+    assert _queued(redis_client, "default") == []
+    assert _queued(redis_client, "critical")[0]["class"] == "tests.core.test_client.critical_task"
+    for not_a_task in (Job, AbstractBase, DailyPush(), critical_task.job_class()):
+        with pytest.raises(JobArgumentError, match="must be a registered task or a name"):
+            Client().push({"class": not_a_task, "args": []})
 
 
 def test_wrapped_task_options_are_merged(config, redis_client):

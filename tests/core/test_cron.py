@@ -12,9 +12,9 @@ import pytest
 from tests.support.workers import wait_until
 from wurk_django.core import Client, Job, keys, wurk_task
 from wurk_django.core.api import LoopSet
-from wurk_django.core.cron import (CronDriver, CronEntry, configured_entries,
-                                   entry_from_setting, lid_for, occurrence_jid, register, sync,
-                                   task_entries)
+from wurk_django.core.cron import (CronDriver, configured_entries, entry_from_setting,
+                                   occurrence_jid, register, sync, task_entries)
+from wurk_django.core.cron_entry import CronEntry, lid_for
 from wurk_django.core.errors import ConfigurationError
 from wurk_django.core.leader import Leader, LeaderCheck
 from wurk_django.core.payload import loads

@@ -9,8 +9,8 @@ import wurk_django
 from wurk_django import Job, wurk_task
 from wurk_django.core import ConfigurationError, EmptyQueueError, JobArgumentError, keys
 from wurk_django.core import TestModeAlreadySetError
-from wurk_django.core import testmode
-from wurk_django.core.testmode import active_mode
+from wurk_django.core import testing_modes
+from wurk_django.core.testing_modes import active_mode
 
 RAN = []
 
@@ -62,7 +62,7 @@ def clean_testing_state():
 
 
 def test_wurk_django_testing_is_the_core_object():
-    assert wurk_django.testing is testmode.testing
+    assert wurk_django.testing is testing_modes.testing
     assert active_mode() == "disable"
 
 

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from tests.core.test_retry import Flaky, _fail
-from wurk_django.core import Config, keys, set_default_config, testing, testmode
+from wurk_django.core import Config, keys, set_default_config, testing, testing_modes
 from wurk_django.core.api.sorted_sets import DeadSet, RetrySet
 from wurk_django.core.cli import build_parser, config_from_args
 from wurk_django.core.client import Client
@@ -116,8 +116,8 @@ def test_fake_testing_mode_stamps_in_the_configured_format(float_config):
     before = time.time()
     with testing("fake"):
         Client().push({"class": "X", "args": []})
-        [job] = testmode.jobs_for("X")
-        testmode.queues.clear_all()
+        [job] = testing_modes.jobs_for("X")
+        testing_modes.queues.clear_all()
     assert _is_float_seconds_now(job["enqueued_at"], before)
 
 

@@ -8,7 +8,7 @@ from .errors import (ConfigurationError, EmptyQueueError, JobArgumentError,
                      WurkError)
 from .joblog import log_context
 from .task import DEFAULT, DISCARD, KILL, Job, wurk_task
-from .testmode import testing
+from .testing_modes import testing
 from .version import VERSION
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from . import validation as check
+from .cron_entry import check_entry, entry_label
+from .cron_schedule import zone_for
 from .errors import ConfigurationError
 from .middleware import Chain
 from .outage import NoticeThrottle
@@ -241,8 +243,6 @@ class Config:
             return options.normalize(merged, "default_job_options", options.DEFAULTS)
 
     def _check_periodic(self) -> None:
-        from .cron import check_entry, entry_label
-        from .cron_schedule import zone_for
         with check.blame("cron_tz"):
             zone_for(self.cron_tz)
         if isinstance(self.cron_entries, (str, Mapping)) or \

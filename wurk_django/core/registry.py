@@ -80,4 +80,20 @@ def _import_owner(name: str) -> None:
             raise
 
 
+def task_class(obj) -> type | None:
+    """The task class behind a task object (a task class, or a `@wurk_task` function), else None.
+
+    The task API marks its objects with `wurk_task_class` (itself for a task class, None for
+    an abstract base, the class it wraps for a task function), so the client and the cron
+    entries tell a task from a wire name without importing the task API, which pushes
+    through the client. A task class carries `wire_name` and `resolved_options`.
+    """
+    found = getattr(obj, "wurk_task_class", None)
+    if not isinstance(found, type):
+        return None
+    if isinstance(obj, type):
+        return obj if found is obj else None
+    return None if isinstance(obj, found) else found  # an instance of a task is not one
+
+
 REGISTRY = Registry()

@@ -6,7 +6,8 @@ import threading
 from typing import Any, Callable, ClassVar
 
 from . import options as job_options
-from . import testmode
+from . import testing_modes
+from .client import default_client
 from .joblog import JobAdapter
 from .payload import scheduled_at
 from .registry import REGISTRY
@@ -26,13 +27,16 @@ class Job:
     call_options: ClassVar[dict] = {}  # the task's own `sync` / `transactional`, per call
     retry_in: ClassVar[Callable | None] = None
     retries_exhausted: ClassVar[Callable | None] = None
-    _abstract: ClassVar[bool] = True
+    # The mark registry.task_class reads: the class itself once concrete, None for a base
+    # (Job, and a subclass that sets `_abstract = True` in its own body).
+    wurk_task_class: ClassVar[type | None] = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("_abstract"):
+            cls.wurk_task_class = None  # an abstract base below a concrete task is no task
             return
-        cls._abstract = False
+        cls.wurk_task_class = cls
         owner = f"{cls.__module__}.{cls.__qualname__}"
         merged = {}
         for base in reversed(cls.__mro__):
@@ -90,36 +94,36 @@ class Job:
     def perform_inline(cls, *args) -> Any:
         return Setter(cls, cls.call_options).perform_inline(*args)
 
-    # --- fake-mode helpers (see testmode.py) ---------------------------------------
+    # --- fake-mode helpers (see testing_modes.py) ----------------------------------
 
     @classmethod
     def jobs(cls) -> list[dict]:
-        return testmode.jobs_for(cls.wire_name)
+        return testing_modes.jobs_for(cls.wire_name)
 
     @classmethod
     def clear(cls) -> None:
-        testmode.clear_class(cls.wire_name)
+        testing_modes.clear_class(cls.wire_name)
 
     @classmethod
     def drain(cls) -> int:
-        return testmode.drain_class(cls.wire_name)
+        return testing_modes.drain_class(cls.wire_name)
 
     @classmethod
     def perform_one(cls) -> None:
-        testmode.perform_one(cls.wire_name)
+        testing_modes.perform_one(cls.wire_name)
 
     @classmethod
     def process_job(cls, job: dict) -> None:
         """Run one job dict as this task, through the testing server chain."""
-        testmode.process_job({**job, "class": cls.wire_name})
+        testing_modes.process_job({**job, "class": cls.wire_name})
 
     @classmethod
     def clear_all(cls) -> None:
-        testmode.queues.clear_all()
+        testing_modes.queues.clear_all()
 
     @classmethod
     def drain_all(cls) -> int:
-        return testmode.drain_all()
+        return testing_modes.drain_all()
 
 
 class FunctionJob(Job):
@@ -156,11 +160,9 @@ class Setter:
     def perform_async(self, *args) -> str | None:
         if self.options.get("sync"):
             return self.perform_inline(*args)
-        from .client import default_client
         return default_client().push(self._item(args))
 
     def perform_in(self, interval, *args) -> str | None:
-        from .client import default_client
         item = self._item(args)
         at = scheduled_at(interval)
         if at is None:
@@ -172,15 +174,13 @@ class Setter:
     perform_at = perform_in
 
     def perform_bulk(self, args_list, batch_size: int = 1000) -> list:
-        from .client import default_client
         item = self._item(())
         item["args"] = args_list
         item["batch_size"] = batch_size
         return default_client().push_bulk(item)
 
     def perform_inline(self, *args) -> Any:
-        from .inline import run_inline
-        return run_inline(self._item(args))
+        return testing_modes.run_inline(self._item(args))
 
 
 class TaskFunction:
@@ -200,6 +200,10 @@ class TaskFunction:
     @property
     def name(self) -> str:
         return self.job_class.wire_name
+
+    @property
+    def wurk_task_class(self) -> type[FunctionJob]:
+        return self.job_class  # the mark registry.task_class reads
 
     def set(self, **options) -> Setter:
         return self.job_class.set(**options)
@@ -252,11 +256,3 @@ def wurk_task(function: Callable | None = None, /, **options: Any):
         return decorate(function)
     return decorate
 
-
-def task_class(obj) -> type[Job] | None:
-    """The Job class behind a task object, class or function task alike."""
-    if isinstance(obj, TaskFunction):
-        return obj.job_class
-    if isinstance(obj, type) and issubclass(obj, Job) and not obj._abstract:
-        return obj
-    return None

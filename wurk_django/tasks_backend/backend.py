@@ -12,9 +12,12 @@ from ..core.redis import REDIS_ERRORS, connection_for
 from . import results
 from .compat import (BaseTaskBackend, InvalidTask, InvalidTaskBackend, TaskResultDoesNotExist,
                      normalize_json, task_enqueued)
-from .wrapper import TaskWrapper
 
 OPTION_KEYS = ("RESULT_TTL", "RETRY", "TRANSACTIONAL")
+# The wire class of every job this backend pushes: wrapper.TaskWrapper registers under it
+# and runs the task its envelope names. Pushed by name, so the backend needs only the
+# name and the wrapper, which looks its backend up on the worker, may import the backend.
+WIRE_NAME = "wurk_django.tasks_backend.TaskWrapper"
 
 
 def option_problems(params: Mapping) -> list[str]:
@@ -123,7 +126,7 @@ class WurkBackend(BaseTaskBackend):
 
     def _job_item(self, task, jid: str, envelope: dict, at: float | None) -> dict:
         retry = self.options.get("RETRY", get_default_config().default_job_options.get("retry"))
-        item = {"class": TaskWrapper, "wrapped": task.module_path,
+        item = {"class": WIRE_NAME, "wrapped": task.module_path,
                 "display_class": task.module_path, "queue": task.queue_name,
                 "args": [envelope], "jid": jid, **retry_options(retry),
                 # The backend has already waited for the commit (below) when it should.

@@ -6,10 +6,9 @@ from ..core.payload import dumps
 from ..core.retry import base_delay
 from ..core.task import Job
 from . import results
+from .backend import WIRE_NAME, WurkBackend
 from .compat import (InvalidTaskBackend, TaskContext, normalize_json, task_backends,
                      task_finished, task_started, tasks_setting_given)
-
-WIRE_NAME = "wurk_django.tasks_backend.TaskWrapper"
 
 
 def retry_window_s(count: int) -> int:
@@ -25,7 +24,6 @@ def wurk_backend(alias: str):
     Django's default ImmediateBackend) cannot record results: say so, and let the job
     go through its retries so a worker with the right settings can still run it.
     """
-    from .backend import WurkBackend
     fix = ("start the worker with the TASKS setting of the project that enqueued it "
            "(BACKEND wurk_django.tasks_backend.WurkBackend)")
     try:

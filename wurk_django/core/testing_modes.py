@@ -1,11 +1,17 @@
-"""Testing modes for applications: `fake` records pushes, `inline` runs them at once."""
+"""Running jobs in the calling process: `perform_inline`, and the testing modes for
+applications (`fake` records pushes, `inline` runs each at push time)."""
 
 import contextlib
 import threading
+from typing import Any
 
+from .aio import resolve
+from .client import Client, set_push_interceptor
+from .config import get_default_config
 from .errors import ConfigurationError, EmptyQueueError, TestModeAlreadySetError
 from .middleware import Chain
-from .payload import encode_job, loads
+from .payload import dumps, encode_job, loads
+from .registry import REGISTRY
 
 DISABLE = "disable"
 FAKE = "fake"
@@ -31,6 +37,7 @@ def set_mode(mode: str) -> None:
     """Set the mode for every thread until changed again."""
     global _global_mode
     _global_mode = _check(mode)
+    set_push_interceptor(intercept)
 
 
 def mode(name: str):
@@ -42,6 +49,7 @@ def mode(name: str):
 def _mode_block(name: str):
     if getattr(_local, "mode", None) is not None:
         raise TestModeAlreadySetError(f"already in testing mode {_local.mode!r}")
+    set_push_interceptor(intercept)
     _local.mode = name
     try:
         yield
@@ -95,9 +103,12 @@ class FakeQueues:
 queues = FakeQueues()
 
 
-def intercept(jobs: list[dict], config) -> None:
-    """Called by the client instead of writing to Redis when a testing mode is active."""
-    current = active_mode()
+def intercept(jobs: list[dict], config) -> bool:
+    """The client's push hook: record or run the jobs while a mode is active (True), else
+    leave them to the client (False)."""
+    current = getattr(_local, "mode", None) or _global_mode  # active_mode(), one call less
+    if current == DISABLE:
+        return False
     for job in jobs:
         if current == FAKE:
             if "at" not in job:
@@ -105,13 +116,12 @@ def intercept(jobs: list[dict], config) -> None:
             queues.push(loads(encode_job(job)))
         else:
             process_job(loads(encode_job(job)), config)
+    return True
 
 
 def process_job(job: dict, config=None) -> None:
     """Run one job dict through the testing server chain; exceptions reach the caller."""
-    from .config import get_default_config
-    from .inline import execute
-    execute(job, config or get_default_config(), server_middleware)
+    perform_in_chain(job, config or get_default_config(), server_middleware)
 
 
 def jobs_for(klass: str) -> list[dict]:
@@ -144,6 +154,41 @@ def drain_all() -> int:
         process_job(job)
         ran += 1
     return ran
+
+
+# --- running a job here -------------------------------------------------------------
+
+def perform_in_chain(job: dict, config, chain) -> tuple[bool, Any]:
+    """Run `perform` inside a server middleware chain: whether it ran (False if a
+    middleware halted it) and what `perform` returned (None when it did not run)."""
+    task = REGISTRY.get(job["class"])
+    instance = task()
+    instance.jid = job.get("jid")
+    returned = []
+
+    def perform():
+        returned.append(resolve(instance.perform(*job["args"])))
+        return True  # perform's own return value must not read as a halt
+
+    ran = bool(chain.invoke(config, (instance, job, job.get("queue")), perform))
+    return ran, returned[0] if ran and returned else None
+
+
+def run_inline(item: dict, config=None) -> Any:
+    """Normalise, run client middleware, JSON round trip, then execute here and now.
+
+    Returns what the task returned, as calling it would; None if a client or server
+    middleware halted it. Exceptions reach the caller and no retry is booked; Redis is
+    never touched.
+    """
+    client = Client(config)
+    item = dict(item)
+    item.pop("at", None)
+    job = client.prepare(client.normalize(item))
+    if job is None:
+        return None
+    return perform_in_chain(loads(dumps(job)), client.config,
+                            client.config.server_middleware)[1]
 
 
 class testing:  # noqa: N801 - used as `wurk_django.testing("fake")`, like a function
