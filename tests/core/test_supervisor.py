@@ -4,6 +4,8 @@ import json
 import os
 import re
 import signal
+import subprocess
+import sys
 import time
 from datetime import datetime
 
@@ -262,3 +264,30 @@ def test_children_stop_when_the_supervisor_dies(config, swarm, redis_client):
     wait_until(lambda: not any(alive(pid) for pid in kids), 10, 0.1, "the orphans to stop")
     # They stopped gracefully (parent-death signal is TERM): unregistered themselves.
     assert not set(heartbeats(redis_client)) & kids
+
+
+ORPHAN_PROBE = """
+import os, sys, time
+from wurk_django.core.supervisor import OrphanWatch
+read_fd, write_fd = os.pipe()
+pid = os.fork()
+if pid == 0:
+    # Only the watch loop, not the kernel's parent-death signal: the fallback on its own.
+    OrphanWatch(os.getppid(), interval_s=0.05).loop.start()
+    os.write(write_fd, b"1")
+    time.sleep(60)
+    os._exit(0)
+os.read(read_fd, 1)
+print(pid, flush=True)
+"""
+
+
+def test_the_orphan_watch_loop_terms_a_child_whose_parent_is_gone():
+    # The probe's parent exits at once; stderr stays open until the orphan ends too, so
+    # communicate() returns when both are gone (or times out if the orphan lingers).
+    probe = subprocess.Popen([sys.executable, "-c", ORPHAN_PROBE], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    out, err = probe.communicate(timeout=30)
+    orphan = int(out.split()[0])
+    wait_until(lambda: not alive(orphan), 10, message="the orphan to stop")
+    assert f"Supervisor {probe.pid} is gone; stopping" in err

@@ -7,18 +7,39 @@ children keep serving throughout.
 """
 
 import logging
+import os
 import signal
 import time
+from collections.abc import Callable
 
 logger = logging.getLogger("wurk")
 
 HEARTBEAT_WAIT_S = 30.0
-EXIT_GRACE_S = 5.0
 
 
 class RollingRestart:
-    def __init__(self, supervisor):
-        self.supervisor = supervisor
+    """Replaces the children of `slots` one at a time; the supervisor calls `step()`.
+
+    Args:
+        slots: the supervisor's slots. A slot's `pid` is its serving child, `ready` says
+            that child has registered, and `old_pids` lists children being replaced,
+            which the supervisor removes as it reaps them.
+        fork: starts a child in a slot (setting the slot's `pid` and `ready`) and
+            returns its pid, or None when fork() failed.
+        exit_limit_s: how long an old child may take to exit after TERM before SIGKILL.
+        kill: sends a signal to a pid; a process that is already gone is no error.
+        heartbeat_wait_s: how long to wait for a replacement's first heartbeat before
+            replacing the old child anyway.
+    """
+
+    def __init__(self, slots: list, fork: Callable, exit_limit_s: float, *,
+                 kill: Callable[[int, int], None] | None = None,
+                 heartbeat_wait_s: float = HEARTBEAT_WAIT_S):
+        self.slots = slots
+        self.fork = fork
+        self.exit_limit_s = exit_limit_s
+        self.kill = kill or _signal
+        self.heartbeat_wait_s = heartbeat_wait_s
         self.queue: list = []
         self.slot = None
         self.phase: str | None = None
@@ -29,7 +50,7 @@ class RollingRestart:
         self.killed = False
 
     def request_all(self) -> None:
-        for slot in self.supervisor.slots:
+        for slot in self.slots:
             self.request(slot)
 
     def request(self, slot) -> None:
@@ -55,7 +76,7 @@ class RollingRestart:
             self.slot, self.old_pid, self.old_ready = slot, slot.pid, slot.ready
             slot.old_pids.append(slot.pid)
             slot.pid = None
-            self.new_pid = self.supervisor.fork(slot)
+            self.new_pid = self.fork(slot)
             if self.new_pid is None:  # fork failed: keep the old child
                 self._keep_old("the fork failed")
                 return
@@ -69,12 +90,12 @@ class RollingRestart:
             return
         waited = time.monotonic() - self.since
         if not slot.ready:
-            if waited < HEARTBEAT_WAIT_S:
+            if waited < self.heartbeat_wait_s:
                 return
             logger.warning("No heartbeat from %d after %.0f s; replacing %d anyway",
                            self.new_pid, waited, self.old_pid)
         logger.info("Rolling restart: %d is up; stopping %d", self.new_pid, self.old_pid)
-        _signal(self.old_pid, signal.SIGTERM)
+        self.kill(self.old_pid, signal.SIGTERM)
         self.phase, self.since, self.killed = "await_exit", time.monotonic(), False
 
     def _await_exit(self) -> None:
@@ -82,11 +103,11 @@ class RollingRestart:
         if self.old_pid not in slot.old_pids:  # reaped by the supervisor
             self._finish()
             return
-        limit = self.supervisor.config.shutdown_timeout_s + EXIT_GRACE_S
+        limit = self.exit_limit_s
         if not self.killed and time.monotonic() - self.since > limit:
             logger.warning("Worker process %d ignored TERM for %.0f s; SIGKILL", self.old_pid,
                            limit)
-            _signal(self.old_pid, signal.SIGKILL)
+            self.kill(self.old_pid, signal.SIGKILL)
             self.killed = True
 
     def _keep_old(self, reason: str) -> None:
@@ -97,7 +118,7 @@ class RollingRestart:
             slot.old_pids.remove(self.old_pid)
         if slot.pid is not None and slot.pid != self.old_pid:
             slot.old_pids.append(slot.pid)  # a replacement that lives on is stopped below
-            _signal(slot.pid, signal.SIGTERM)
+            self.kill(slot.pid, signal.SIGTERM)
         slot.pid, slot.ready = self.old_pid, self.old_ready
         self._finish()
 
@@ -107,7 +128,6 @@ class RollingRestart:
 
 def _signal(pid: int, signum: int) -> None:
     try:
-        import os
         os.kill(pid, signum)
     except ProcessLookupError:
         pass

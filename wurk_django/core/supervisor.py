@@ -12,7 +12,6 @@ import logging
 import os
 import select
 import signal
-import threading
 import time
 from dataclasses import dataclass, field
 
@@ -20,6 +19,7 @@ from .identity import process_nonce
 from .joblog import stop_logging
 from .redis import close_connections
 from .rolling import RollingRestart
+from .timer_loop import TimerLoop
 
 logger = logging.getLogger("wurk")
 
@@ -62,7 +62,8 @@ class Supervisor:
         self.pending: list[str] = []
         self.quiet = False  # sticky: children forked after TSTP boot quiet
         self.stopping = False
-        self.rolling = RollingRestart(self)
+        self.rolling = RollingRestart(self.slots, self.fork,
+                                      config.shutdown_timeout_s + SHUTDOWN_GRACE_S, kill=_kill)
         self._read_fd, self._write_fd = os.pipe()
         os.set_blocking(self._write_fd, False)
         self._ready_fds: dict[int, int] = {}  # child pid -> read end of its readiness pipe
@@ -364,9 +365,9 @@ def resident_bytes(pid: int) -> int:
         return 0
 
 
-def _die_with_parent(parent: int) -> None:
+def _die_with_parent(parent: int) -> TimerLoop:
     """A child must not outlive its supervisor: the kernel's parent-death signal where
-    there is one, and a watchdog thread everywhere."""
+    there is one, and a watchdog loop everywhere."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
@@ -374,13 +375,21 @@ def _die_with_parent(parent: int) -> None:
         pass
     if os.getppid() != parent:  # the parent died before prctl took effect
         os.kill(os.getpid(), signal.SIGTERM)
+    watch = OrphanWatch(parent)
+    watch.loop.start()
+    return watch.loop
 
-    def watch():
-        while True:
-            time.sleep(ORPHAN_CHECK_INTERVAL_S)
-            if os.getppid() != parent:
-                logger.warning("Supervisor %d is gone; stopping", parent)
-                os.kill(os.getpid(), signal.SIGTERM)
-                return
 
-    threading.Thread(target=watch, name="wurk-orphan-watch", daemon=True).start()
+class OrphanWatch:
+    """TERMs this process once its parent is gone (re-parented: a new ppid)."""
+
+    def __init__(self, parent: int, interval_s: float = ORPHAN_CHECK_INTERVAL_S):
+        self.parent = parent
+        self.loop = TimerLoop("wurk-orphan-watch", interval_s, self.check)
+
+    def check(self) -> None:
+        if os.getppid() == self.parent:
+            return
+        logger.warning("Supervisor %d is gone; stopping", self.parent)
+        self.loop.terminate()  # one TERM: the worker's own shutdown takes it from here
+        os.kill(os.getpid(), signal.SIGTERM)
