@@ -35,7 +35,7 @@ def test_the_decoder_refuses_every_form_of_malformed_stored_job():
     cases = {
         "1,000 levels deep": DEEP,
         # Past Ruby's JSON.parse limit, though Python 3.13 alone would read it.
-        "101 levels deep": b'{"class":"x","args":' + b"[" * 99 + b"]" * 99 + b"}",
+        "101 levels deep": b'{"class":"x","args":' + b"[" * 100 + b"]" * 100 + b"}",
         "NaN": NAN,
         "Infinity": b'{"class":"x","args":[Infinity]}',
         "invalid UTF-8": BAD_UTF8,
@@ -55,7 +55,7 @@ def test_the_decoder_refuses_every_form_of_malformed_stored_job():
     assert accepted == {}
     assert decode_job(healthy(1))["args"] == [1]
     # 100 levels (the job object, its args and 98 more) is what Sidekiq still reads.
-    assert decode_job(b'{"class":"x","args":' + b"[" * 98 + b"]" * 98 + b"}")
+    assert decode_job(b'{"class":"x","args":' + b"[" * 99 + b"]" * 99 + b"}")
     with pytest.raises(ValueError):
         loads(DEEP)  # the plain decoder raises the one exception type callers guard on
 
