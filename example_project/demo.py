@@ -170,7 +170,7 @@ def main() -> int:
     finally:
         stopping = True
         stop(children.values())
-        stop_embedded_redis()
+        stop_project_redis()
     return status
 
 
@@ -187,13 +187,13 @@ def stop(children) -> None:
             child.wait()
 
 
-def stop_embedded_redis() -> None:
+def stop_project_redis() -> None:
     if os.environ.get("WURK_REDIS_URL") or settings.WURK.get("REDIS_URL") != "embedded":
         return
     try:
         call_command("wurk_redis", "stop")
     except Exception as exc:  # the demo must still exit cleanly
-        print(f"Could not stop the embedded Redis: {exc}")
+        print(f"Could not stop the project Redis: {exc}")
 
 
 if __name__ == "__main__":

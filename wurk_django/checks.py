@@ -29,7 +29,7 @@ def check_settings(app_configs=None, **kwargs):
         return [Error(str(exc), hint="Set WURK = {...} to a dict.", id="wurk.E001")]
     problems = _check_unknown_keys(wurk)
     try:
-        parsed, config = conf.load(resolve_embedded=False)
+        parsed, config = conf.load(start_project_redis=False)
     except ConfigurationError as exc:
         return problems + [_setting_error(exc)]
     except (WurkError, TypeError, ValueError) as exc:  # a check never ends in a traceback
@@ -83,7 +83,7 @@ def _check_routable(config) -> list:
 
 def _check_redis(parsed, config) -> list:
     from .core.redis import REDIS_ERRORS, RedisConnection, mask_url
-    if parsed.embedded_redis:
+    if parsed.project_redis:
         return []  # started on demand by the worker or web process
     connection = RedisConnection(config.redis_url, pool_size=1,
                                  socket_timeout_s=REDIS_CHECK_TIMEOUT_S,

@@ -18,7 +18,8 @@ from .core.config import Config, ProcessOptions
 from .core.errors import ConfigurationError
 
 ENV_REDIS_URL = "WURK_REDIS_URL"
-EMBEDDED_URL = "embedded"
+# REDIS_URL's word for the project Redis (core/project_redis.py), a private server.
+PROJECT_REDIS_URL = "embedded"
 DEFAULT_RESULT_TTL_S = 86_400
 EMBEDDED_KEYS = {"CONCURRENCY": "concurrency", "QUEUES": "queues"}
 PROCESS_KEYS = {"PROCESSES": "processes", "MAX_MEMORY_MB": "max_memory_mb",
@@ -74,7 +75,7 @@ class WurkSettings:
     config_options: dict
     labels: dict  # Config field -> what the user wrote it as, for error messages
     transactional: bool = True
-    embedded_redis: bool = False  # REDIS_URL = "embedded": a private server, on demand
+    project_redis: bool = False  # REDIS_URL = "embedded": the project Redis, on demand
     embedded: dict | None = None  # the embedded worker's Config overrides; None: off
 
 
@@ -189,7 +190,7 @@ def read_settings(wurk: Mapping | None = None) -> WurkSettings:
     result_ttl_s(wurk)
     process_options(wurk)
     return WurkSettings(options, labels, transactional=transactional_setting(wurk),
-                        embedded_redis=url == EMBEDDED_URL,
+                        project_redis=url == PROJECT_REDIS_URL,
                         embedded=embedded_overrides(wurk))
 
 
@@ -212,14 +213,14 @@ def config_error(exc: ConfigurationError, labels: Mapping) -> SettingError:
     return SettingError(str(renamed), key, field=exc.field)
 
 
-def load(*, resolve_embedded: bool = True, sources: Mapping | None = None,
+def load(*, start_project_redis: bool = True, sources: Mapping | None = None,
          **overrides) -> tuple[WurkSettings, Config]:
     """Parse the settings and build the core Config; `overrides` (Config fields) win,
     and `sources` says how to name them in errors (e.g. {"concurrency": "--concurrency"}).
 
-    An "embedded" URL starts (or attaches to) the project's private redis-server and
-    becomes its unix socket URL, so every process of the project shares one server.
-    System checks pass `resolve_embedded=False`: checking must not start a server.
+    An "embedded" URL starts (or attaches to) the project Redis and becomes its unix
+    socket URL, so every process of the project shares one server. System checks pass
+    `start_project_redis=False`: checking must not start a server.
     """
     from .db import close_db_connections_around, commit_deferrer
     parsed = read_settings()
@@ -228,23 +229,23 @@ def load(*, resolve_embedded: bool = True, sources: Mapping | None = None,
                    push_deferrer=commit_deferrer(parsed.transactional))
     options.update(overrides)
     labels = {**parsed.labels, **{name: name for name in overrides}, **(sources or {})}
-    if options["redis_url"] == EMBEDDED_URL:
-        options["redis_url"] = embedded_redis_url(start=resolve_embedded)
+    if options["redis_url"] == PROJECT_REDIS_URL:
+        options["redis_url"] = project_redis_url(start=start_project_redis)
     try:
         return parsed, Config(**options)
     except ConfigurationError as exc:
         raise config_error(exc, labels) from None
 
 
-def build_config(*, resolve_embedded: bool = True, sources: Mapping | None = None,
+def build_config(*, start_project_redis: bool = True, sources: Mapping | None = None,
                  **overrides) -> Config:
     """The core Config from settings (see `load`)."""
-    return load(resolve_embedded=resolve_embedded, sources=sources, **overrides)[1]
+    return load(start_project_redis=start_project_redis, sources=sources, **overrides)[1]
 
 
-def embedded_redis_url(*, start: bool) -> str:
-    """The unix socket URL of the project's private redis-server, started if `start`."""
-    from .core.embedded_redis import ensure_server, project_folder, socket_url
+def project_redis_url(*, start: bool) -> str:
+    """The unix socket URL of the project Redis, started if `start`."""
+    from .core.project_redis import ensure_server, project_folder, socket_url
     folder = project_folder(project_dir())
     try:
         return ensure_server(folder) if start else socket_url(folder)

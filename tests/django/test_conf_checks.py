@@ -133,7 +133,7 @@ def test_embedded_setting_is_checked_and_checking_starts_no_server(monkeypatch, 
         assert ids(run_checks()) == ["wurk.E007"]
     with override_settings(WURK={"REDIS_URL": "embedded", "EMBEDDED": True}, BASE_DIR=tmp_path):
         assert run_checks() == []
-    assert not (tmp_path / ".wurk").exists()  # no embedded redis-server was started
+    assert not (tmp_path / ".wurk").exists()  # no project Redis was started
 
 
 def test_timestamp_format_reaches_the_config_and_a_bad_one_fails_the_check():

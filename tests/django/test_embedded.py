@@ -1,5 +1,5 @@
-"""Embedded mode: a worker inside the web process, started once and only where it serves;
-the embedded Redis as the Django layer and `manage.py wurk_redis` use it."""
+"""Embedded mode: a worker inside the web process, started once and only where it serves
+(the project Redis it may use has tests of its own: test_project_redis.py)."""
 
 import json
 import os
@@ -11,7 +11,6 @@ import threading
 
 import pytest
 import redis
-from django.core.management import call_command
 
 from tests.support.redis_server import free_port
 from tests.support.workers import ROOT, wait_until, worker_env
@@ -19,7 +18,7 @@ from wurk_django import conf
 from wurk_django import embedded as django_embedded
 from wurk_django.core import (Client, Config, ConfigurationError, RedisUnavailableError, keys,
                               wurk_task)
-from wurk_django.core import embedded_redis
+from wurk_django.core import project_redis
 from wurk_django.core.embedded import configure_embed
 from wurk_django.core.redis import close_connections
 
@@ -263,10 +262,10 @@ def test_runserver_starts_one_embedded_worker_in_its_serving_child(runserver, re
 
 
 @pytest.mark.slow
-def test_runserver_with_embedded_redis_needs_no_redis_at_all(start_runserver, tmp_path):
+def test_runserver_on_the_project_redis_needs_no_redis_at_all(start_runserver, tmp_path):
     project = tmp_path / "project"
-    folder = embedded_redis.project_folder(project)
-    url = embedded_redis.socket_url(folder)
+    folder = project_redis.project_folder(project)
+    url = project_redis.socket_url(folder)
     env = {**embedded_env(url, tmp_path), "WURK_REDIS_URL": "embedded",
            "WURK_TEST_PROJECT_DIR": str(project)}
     client = redis.Redis.from_url(url)
@@ -280,11 +279,11 @@ def test_runserver_with_embedded_redis_needs_no_redis_at_all(start_runserver, tm
         os.killpg(runserver.pid, signal.SIGINT)
         assert runserver.wait(30) == 0
         # The server belongs to the project, not to the web process that started it.
-        assert embedded_redis.server_status(folder)["running"]
+        assert project_redis.server_status(folder)["running"]
     finally:
         client.close()
         close_connections()
-        embedded_redis.stop_server(folder)
+        project_redis.stop_server(folder)
 
 
 @pytest.mark.slow
@@ -312,38 +311,3 @@ def test_a_wsgi_server_process_hosts_it_and_stops_it_at_exit(redis_url, redis_cl
     assert identities(redis_client) == [identity]
     assert json.loads(redis_client.hget(identity, "info"))["embedded"] is True
     assert redis_client.smembers(keys.PROCESSES) == set()  # unregistered at exit
-
-
-# --- the embedded Redis from Django -------------------------------------------------
-
-@pytest.fixture
-def project(settings, tmp_path):
-    settings.BASE_DIR = tmp_path
-    folder = embedded_redis.project_folder(tmp_path)
-    yield folder
-    embedded_redis.stop_server(folder)
-
-
-def test_an_embedded_url_resolves_to_the_project_server(project, monkeypatch):
-    monkeypatch.setenv("WURK_REDIS_URL", "embedded")
-    config = conf.build_config()
-    assert config.redis_url == f"unix://{project.resolve()}/redis.sock"
-    client = redis.Redis.from_url(config.redis_url)
-    try:
-        assert client.ping()
-    finally:
-        client.close()
-    assert conf.build_config().redis_url == config.redis_url
-
-
-def test_the_wurk_redis_command(project, capsys):
-    call_command("wurk_redis", "status")
-    assert "No embedded Redis is running" in capsys.readouterr().out
-    call_command("wurk_redis", "start")
-    out = capsys.readouterr().out
-    assert "is running" in out and f"unix://{project.resolve()}/redis.sock" in out
-    call_command("wurk_redis", "stop")
-    assert "Stopped" in capsys.readouterr().out
-    assert embedded_redis.server_status(project)["running"] is False
-    call_command("wurk_redis", "stop")
-    assert "No embedded Redis is running" in capsys.readouterr().out

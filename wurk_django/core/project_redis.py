@@ -1,4 +1,5 @@
-"""A private redis-server for development and small single-machine use.
+"""The project's own Redis (`REDIS_URL = "embedded"`): a private redis-server for
+development and small single-machine use, one per project folder.
 
 `ensure_server(folder)` starts one, or attaches to the one already running, listening
 only on a unix socket in `folder` (no TCP port), with append-only persistence there,
@@ -51,7 +52,7 @@ def redis_server_binary() -> str:
 
 
 def project_folder(project_dir) -> Path:
-    """Where a project keeps its embedded server: `<project_dir>/.wurk/redis/`."""
+    """Where a project keeps its own server: `<project_dir>/.wurk/redis/`."""
     return Path(project_dir) / ".wurk" / "redis"
 
 
@@ -76,7 +77,7 @@ def ensure_server(folder) -> str:
         return url  # the common case needs no lock
     folder.mkdir(parents=True, exist_ok=True)
     if len(str(socket_path(folder)).encode()) > MAX_SOCKET_PATH:
-        raise ConfigurationError(f"the embedded Redis socket path {socket_path(folder)} is "
+        raise ConfigurationError(f"the project Redis socket path {socket_path(folder)} is "
                                  f"longer than a unix socket allows; move the project")
     # Two processes starting together must not both see "no server" and start two.
     with _start_lock(folder):
@@ -115,7 +116,7 @@ def stop_server(folder, timeout_s: float = STOP_TIMEOUT_S) -> bool:
             # redis-py treats the dropped connection as success
             connection.write(connection.client.shutdown)
         except RedisFailure as exc:
-            raise RedisUnavailableError(f"embedded Redis at {url} refused SHUTDOWN: "
+            raise RedisUnavailableError(f"the project Redis at {url} refused SHUTDOWN: "
                                         f"{exc}") from exc
         finally:
             connection.close()
@@ -181,7 +182,7 @@ def _wait_ready(folder: Path, url: str) -> None:
     while not _answers(url):
         pid = _read_pid(folder)
         if pid is not None and not _alive(pid) or time.monotonic() > deadline:
-            raise RedisUnavailableError(f"the embedded redis-server in {folder} did not "
+            raise RedisUnavailableError(f"the project redis-server in {folder} did not "
                                         f"come up: {_log_tail(folder)}")
         time.sleep(0.02)
 
@@ -190,7 +191,7 @@ def _wait_gone(pid: int, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while _alive(pid):
         if time.monotonic() > deadline:
-            raise RedisUnavailableError(f"the embedded redis-server (pid {pid}) did not "
+            raise RedisUnavailableError(f"the project redis-server (pid {pid}) did not "
                                         f"exit within {timeout_s} s")
         time.sleep(0.02)
 
