@@ -1,12 +1,16 @@
 """Log lines: Wurk's text format, with the job's context, as Sidekiq writes them."""
 
+import io
 import logging
+import queue
 import re
 import sys
+import threading
 import time
 
 import pytest
 
+from tests.support.workers import wait_until
 from wurk_django.core import joblog
 from wurk_django.core.identity import tid
 
@@ -60,3 +64,60 @@ def test_a_job_line_keeps_its_own_context_and_heroku_drops_the_time(monkeypatch)
     made.tid, made.wurk_text, made.wurk = "t1", "class=A jid=j2 elapsed=0.001 ", {}
     assert joblog.make_formatter("text").format(made) == (
         f"pid={made.process} tid=t1 class=A jid=j2 elapsed=0.001 INFO: done")
+
+
+# --- the writer thread --------------------------------------------------------------
+
+class FlakyStream(io.StringIO):
+    """A stream whose first write fails, as a full disk or a closed pipe would."""
+
+    def __init__(self):
+        super().__init__()
+        self.failures = 1
+
+    def write(self, text):
+        if self.failures:
+            self.failures -= 1
+            raise OSError("No space left on device")
+        return super().write(text)
+
+
+def queued_writer(stream) -> tuple[queue.SimpleQueue, joblog.LogWriter]:
+    records = queue.SimpleQueue()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    return records, joblog.LogWriter(records, handler)
+
+
+def writer_threads(before: set) -> list[threading.Thread]:
+    return [t for t in threading.enumerate()
+            if t not in before and t.name == "wurk-log-writer" and t.is_alive()]
+
+
+def test_the_writer_writes_in_batches_and_stop_writes_what_is_left():
+    stream = io.StringIO()
+    before = set(threading.enumerate())
+    records, writer = queued_writer(stream)
+    assert len(writer_threads(before)) == 1
+    records.put(record("first", ()))
+    wait_until(lambda: stream.getvalue() == "first\n", message="the writer's first batch")
+    records.put(record("last", ()))
+    writer.stop()  # before the next batch was due, or after it: "last" is written either way
+    assert stream.getvalue() == "first\nlast\n"
+    assert writer_threads(before) == []
+
+
+def test_a_failed_write_is_reported_on_stderr_and_later_lines_still_reach_the_stream(capsys):
+    stream = FlakyStream()
+    records, writer = queued_writer(stream)
+    try:
+        records.put(record("lost with the failed write", ()))
+        wait_until(lambda: stream.failures == 0, message="the failing write")
+        records.put(record("written", ()))
+        # Before: the writer's thread died with the write error, and no line was written
+        # again for the rest of the process.
+        wait_until(lambda: stream.getvalue() == "written\n", message="the next batch")
+    finally:
+        writer.stop()
+    assert capsys.readouterr().err == ("wurk-log-writer: could not write log lines: "
+                                       "OSError: No space left on device\n")

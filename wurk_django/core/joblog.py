@@ -18,6 +18,7 @@ import time
 from contextvars import ContextVar
 
 from .identity import pid, tid
+from .timer_loop import TimerLoop
 
 logger = logging.getLogger("wurk")
 
@@ -257,25 +258,28 @@ class _ContextQueueHandler(logging.handlers.QueueHandler):
 
 
 class LogWriter:
-    """Writes queued records from its own thread, a batch at a time.
+    """Writes queued records from its own thread (a TimerLoop), a batch at a time.
 
     It wakes on a short timer rather than for each record, so a job's two lines cost the
     processor thread a queue put and no thread switch, and a batch costs one flush.
     """
 
     INTERVAL_S = 0.05
+    STOP_TIMEOUT_S = 5.0
 
     def __init__(self, records: queue.SimpleQueue, handler: logging.StreamHandler):
         self.records = records
         self.handler = handler
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="wurk-log-writer", daemon=True)
-        self._thread.start()
+        self._loop = TimerLoop("wurk-log-writer", self.INTERVAL_S, self.drain,
+                               on_error=self._write_failed)
+        self._loop.start()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.INTERVAL_S):
-            self.drain()
-        self.drain()
+    @staticmethod
+    def _write_failed(exc: BaseException) -> None:
+        # Not through `logging`: the line would come back to this writer. stderr, as a
+        # logging handler's own handleError does; the next batch is tried again.
+        sys.stderr.write(f"wurk-log-writer: could not write log lines: "
+                         f"{type(exc).__name__}: {exc}\n")
 
     def drain(self) -> None:
         lines = []
@@ -295,8 +299,13 @@ class LogWriter:
                 handler.flush()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
+        """Stop the thread, then write what it left; a thread stuck in a write keeps the
+        rest (draining beside it would wait on its lock, at exit)."""
+        if self._loop.stop(self.STOP_TIMEOUT_S):
+            try:
+                self.drain()
+            except Exception as exc:
+                self._write_failed(exc)
 
 
 _writer: LogWriter | None = None
