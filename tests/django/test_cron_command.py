@@ -14,7 +14,8 @@ from tests.support.redis_server import free_port
 from wurk_django import conf
 from wurk_django.core import keys
 from wurk_django.core.config import set_default_config
-from wurk_django.core.cron import CronEntry, configured_entries, register
+from wurk_django.core.cron import configured_entries, register
+from wurk_django.core.cron_entry import CronEntry
 from wurk_django.core.payload import loads
 from wurk_django.core.redis import close_connections, connection_for
 

@@ -11,7 +11,8 @@ from django.core.management import call_command
 
 from tests.django.dashboard_helpers import Api, ok, users_fixture  # noqa: F401
 from wurk_django.core import keys
-from wurk_django.core.cron import CronEntry, register
+from wurk_django.core.cron import register
+from wurk_django.core.cron_entry import CronEntry
 from wurk_django.core.payload import loads
 from wurk_django.core.redis import connection_for
 
