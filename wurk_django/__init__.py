@@ -6,8 +6,9 @@ touches neither Django models nor Redis.
 
 from .core.version import VERSION as __version__
 
-_EXPORTS = ("Client", "Config", "configure_embed", "ConfigurationError", "DEFAULT", "DISCARD", "EmptyQueueError",
-            "Job", "JobArgumentError", "KILL", "RedisUnavailableError", "Shutdown",
+_EXPORTS = ("Client", "Config", "configure_embed", "ConfigurationError", "DEFAULT", "DISCARD",
+            "EmptyQueueError", "Job", "JobArgumentError", "KILL", "RedisUnavailableError",
+            "Shutdown",
             "TestModeAlreadySetError", "UnknownTaskError", "WurkError", "log_context",
             "strict_args", "testing", "wurk_task")
 

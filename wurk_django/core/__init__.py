@@ -18,7 +18,8 @@ def strict_args(mode="raise") -> None:
 
 
 __version__ = VERSION
-__all__ = ["Client", "Config", "configure_embed", "ConfigurationError", "DEFAULT", "DISCARD", "EmptyQueueError",
-           "Job", "JobArgumentError", "KILL", "RedisUnavailableError", "Shutdown",
+__all__ = ["Client", "Config", "configure_embed", "ConfigurationError", "DEFAULT", "DISCARD",
+           "EmptyQueueError", "Job", "JobArgumentError", "KILL", "RedisUnavailableError",
+           "Shutdown",
            "TestModeAlreadySetError", "UnknownTaskError", "WurkError", "get_default_config",
            "log_context", "set_default_config", "strict_args", "testing", "wurk_task"]
