@@ -1,18 +1,23 @@
 """Reliable fetch against real Redis: private lists, piggybacked acks, pause, requeue."""
 
 import os
+import sys
 import threading
 
 import pytest
+import redis
 
+from tests.core import jobs
+from tests.support.redis_server import RedisServer
 from tests.support.workers import wait_until
 from wurk_django.core import keys
 from wurk_django.core.api.queues import Queue
 from wurk_django.core.config import Config
+from wurk_django.core.errors import RedisUnavailableError
 from wurk_django.core.fetch.reliable import ReliableFetch
 from wurk_django.core.identity import hostname, process_nonce
 from wurk_django.core.payload import dumps
-from wurk_django.core.redis import connection_for
+from wurk_django.core.redis import close_connections, connection_for
 
 
 @pytest.fixture
@@ -219,3 +224,114 @@ def test_a_forked_child_claims_into_its_own_list(redis_url):
     host, nonce = parent_name.split("|")[1], parent_name.split("|")[3]
     assert child_name == f"queue:default|{host}|{child_pid}|{nonce}|0"  # nonce inherited
     assert child_name != parent_name
+
+
+# --- acks while the fetcher waits ------------------------------------------------------
+
+def blmove_calls(redis_client) -> int:
+    """BLMOVEs that have returned: Redis counts a blocked command when it completes."""
+    return redis_client.info("commandstats").get("cmdstat_blmove", {}).get("calls", 0)
+
+
+def parked_in_blmove(redis_client) -> bool:
+    return any(c["cmd"] == "blmove" and "b" in c["flags"] for c in redis_client.client_list())
+
+
+def fresh_block(redis_client, after: int) -> int | None:
+    """The count of finished BLMOVEs, once one has finished since `after` and the next
+    is parked: that block has only just begun."""
+    calls = blmove_calls(redis_client)
+    if calls > after and parked_in_blmove(redis_client) and blmove_calls(redis_client) == calls:
+        return calls
+    return None
+
+
+def test_a_job_finishing_while_the_fetcher_is_parked_is_acked_before_the_block_ends(
+        config, start_worker, redis_client):
+    jobs.gated_sync.perform_async("ack")
+    start_worker("-c", "2")  # one thread runs the job, the other fetches on an empty queue
+    wait_until(lambda: redis_client.llen("test:started") == 1, 15, message="the job running")
+    [private_list] = redis_client.scan_iter("queue:default|*")
+    assert redis_client.llen(private_list) == 1
+    # Act at the start of a block, so the whole 2 s block is still ahead.
+    before = blmove_calls(redis_client)
+    calls = wait_until(lambda: fresh_block(redis_client, before), 15,
+                       message="a BLMOVE parked afresh")
+    redis_client.rpush("test:gate:ack", "open")
+    wait_until(lambda: redis_client.llen(private_list) == 0, 15, message="the ack")
+    # The BLMOVE that was parked when the job finished has still not returned: the ack
+    # went out at once instead of waiting for the fetcher's next round trip.
+    assert blmove_calls(redis_client) == calls and parked_in_blmove(redis_client)
+    assert redis_client.lrange("test:results", 0, -1) == [b'{"sync": "ack", "opened": true}']
+
+
+def in_event_wait(thread: threading.Thread) -> bool:
+    """True while `thread` is blocked in a threading wait (an Event, a Condition)."""
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code.co_name == "wait" and frame.f_code.co_filename == threading.__file__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_an_ack_while_every_queue_is_paused_is_sent_at_once(make_fetcher, redis_client):
+    redis_client.lpush("queue:default", job(1))
+    fetcher = make_fetcher()
+    unit = fetcher.retrieve_work()
+    redis_client.sadd(keys.PAUSED, "default")
+    fetcher.invalidate_paused()
+    returned = threading.Event()
+    # The fetching thread now holds the fetch for up to 2 s with nothing to fetch.
+    idle = threading.Thread(target=lambda: (fetcher.retrieve_work(), returned.set()))
+    idle.start()
+    try:
+        wait_until(lambda: in_event_wait(idle), 5, message="the fetcher waiting out the pause")
+        unit.acknowledge()
+        wait_until(lambda: not redis_client.exists(private()), 10, message="the ack")
+        assert not returned.is_set()  # sent before the paused wait ended, not after it
+    finally:
+        fetcher.quiet()  # wakes the wait
+        idle.join(10)
+
+
+def fetch_retrying(fetcher):
+    """Fetch as a processor does, trying a failed round trip again (the fetcher's own
+    socket may still be the one the old server closed)."""
+    for _ in range(3):
+        try:
+            return fetcher.retrieve_work()
+        except RedisUnavailableError:
+            pass
+    raise AssertionError("no fetch succeeded")
+
+
+def test_an_ack_that_fails_is_kept_reported_once_and_rides_a_later_fetch():
+    server = RedisServer().start()
+    client = redis.Redis.from_url(server.url)
+    cfg = Config(redis_url=server.url)
+    reported = []
+    cfg.error_handlers.append(lambda exc, ctx, _: reported.append(ctx["context"]))
+    fetcher = ReliableFetch(cfg, cfg.capsules_[0], connection_for(cfg))
+    try:
+        client.lpush("queue:default", job(1))
+        unit = fetcher.retrieve_work()
+        unit.acknowledge()  # held for the next round trip
+        server.stop()  # refused outright: no command of ours can reach it late
+        for _ in range(2):
+            with pytest.raises(RedisUnavailableError):
+                fetcher.flush_acks()
+        assert reported == ["Error acknowledging jobs (kept for the next round trip)"]
+        assert fetcher.ack_outage.in_outage
+        server.start()
+        # The server came back with its data (as a persisted Redis would).
+        client.lpush(private(), job(1))
+        client.lpush("queue:default", job(2))
+        assert fetch_retrying(fetcher).job == job(2)  # the kept ack rode this round trip
+        assert client.lrange(private(), 0, -1) == [job(2)]
+        assert not fetcher.ack_outage.in_outage
+    finally:
+        fetcher.close()
+        client.close()
+        close_connections()
+        server.cleanup()

@@ -1,4 +1,4 @@
-"""Reliable fetch: jobs move atomically into this process's private list (pro §1).
+"""Reliable fetch: jobs move atomically into this process's private list.
 
 A job stays in `queue:<q>|<host>|<pid>|<nonce>|0` until it is acknowledged, so a
 process that dies mid-job leaves it where the reaper can give it back.
@@ -7,6 +7,11 @@ One thread fetches at a time, for itself and for every thread waiting behind it:
 single round trip carries the acks of finished jobs and moves as many jobs as there
 are waiting threads (prefetch without hoarding: nothing is taken that no idle thread
 is ready to run). Under load that is well under one round trip per job.
+
+Acks wait in one buffer and leave it as raw command batches only: riding the next
+fetch on the fetcher's own socket, or, when no fetch is coming soon (the fetcher is
+parked in a blocking wait, the process is quiet or stopping), at once on a pooled
+socket of their own. A failed send puts them back in the buffer for the next one.
 """
 
 import queue
@@ -16,6 +21,7 @@ import time
 from .. import identity, keys
 from ..errors import ScriptMissingError
 from ..identity import hostname, process_nonce
+from ..redis import REDIS_ERRORS
 from .base import BLOCK_TIMEOUT_S, Fetcher, UnitOfWork
 
 QUIET_PAUSE_S = 0.05
@@ -63,11 +69,12 @@ class ReliableFetch(Fetcher):
         # job over costs no Python lock dance.
         self._handoff: queue.SimpleQueue = queue.SimpleQueue()
         self._fetch_lock = threading.Lock()  # held by the one thread fetching for all
-        self._parked = False                 # ... while it is blocked in BLMOVE
-        self._lock = threading.Lock()        # guards the two below
+        self._lock = threading.Lock()        # guards the three below
         self._acks: list[ReliableUnit] = []
-        self._waiting = 0                    # threads waiting for the handoff
-        # Only the fetching thread uses it; a parked BLMOVE needs a longer read timeout.
+        self._parked = False  # the fetching thread is in a blocking wait (BLMOVE, paused)
+        self._waiting = 0     # threads waiting for the handoff
+        # Only the thread holding the fetch lock uses it (a socket serves one thread at
+        # a time); a parked BLMOVE needs a longer read timeout.
         self._link = connection.dedicated(BLOCK_TIMEOUT_S + config.network_timeout_s)
         self._script_sha: str | None = None
         self.quieted = threading.Event()
@@ -88,40 +95,56 @@ class ReliableFetch(Fetcher):
     # --- acknowledgements -----------------------------------------------------------
 
     def hold_ack(self, unit: ReliableUnit) -> None:
-        if self._parked:
-            # The fetcher is parked in BLMOVE for up to 2 s: do not make this ack wait.
-            self._send_acks([unit])
-            return
+        """Buffer the ack for the next fetch; send it at once if the fetcher is parked.
+
+        The flag is read under the buffer's lock, the same lock under which the fetcher
+        parks and takes the buffer: an ack is either taken before the fetcher parks or
+        sees the flag, so none waits out a blocking fetch.
+        """
         with self._lock:
             self._acks.append(unit)
+            if not self._parked:
+                return
+        self.flush_acks()
 
     def _take_acks(self) -> list[ReliableUnit]:
         with self._lock:
             acks, self._acks = self._acks, []
             return acks
 
-    def _give_back_acks(self, units: list[ReliableUnit]) -> None:
+    def _acks_failed(self, units: list[ReliableUnit], exc: BaseException,
+                     started: float) -> None:
+        """Keep acks whose send failed, for the next one; report the outage once."""
         with self._lock:
             self._acks[:0] = units  # at the front: the oldest go first next time
+        self.ack_outage.failed(exc, since=started)
 
     def _send_acks(self, units: list[ReliableUnit]) -> None:
+        """Send acks on a pooled socket (the fetcher's own may be parked in BLMOVE)."""
         if not units:
             return
         started = time.monotonic()
         try:
-            pipe = self.connection.pipeline()
-            for command in ack_commands(units):
-                pipe.execute_command(*command)
-            pipe.execute()
+            self.connection.write(self.connection.execute_batch, ack_commands(units))
         except Exception as exc:
-            self._give_back_acks(units)
-            self.ack_outage.failed(exc, since=started)
+            self._acks_failed(units, exc, started)
             raise
         self.ack_outage.succeeded()
 
     def flush_acks(self) -> None:
-        """Send every held ack now (quiet, stop, shutdown); errors propagate."""
+        """Send every held ack now; on a Redis error they stay held and it propagates."""
         self._send_acks(self._take_acks())
+
+    def _park(self) -> list[ReliableUnit]:
+        """Mark the fetcher parked and take the held acks, in one step under the lock."""
+        with self._lock:
+            self._parked = True
+            acks, self._acks = self._acks, []
+            return acks
+
+    def _unpark(self) -> None:
+        with self._lock:
+            self._parked = False
 
     # --- fetching ---------------------------------------------------------------------
 
@@ -166,7 +189,6 @@ class ReliableFetch(Fetcher):
             self.outage.succeeded()
             self.ack_outage.succeeded()  # held acks rode along
         finally:
-            self._parked = False
             self._fetch_lock.release()
         for unit in units[1:]:
             self._handoff.put(unit)
@@ -180,27 +202,39 @@ class ReliableFetch(Fetcher):
         if late_acks:
             # Acks that arrived during our round trip, and no thread waiting to carry
             # them in the next one: send them now rather than after a long job.
-            self.flush_acks()
+            try:
+                self.flush_acks()
+            except REDIS_ERRORS:
+                pass  # reported and held for the next round trip; the jobs are ours
         return units[0] if units else None
 
     def _fetch(self, want: int) -> list[ReliableUnit]:
         epoch = self.pause_epoch()
         order = self.fetch_order()
         if not order:
-            self.flush_acks()
-            self.quieted.wait(BLOCK_TIMEOUT_S)  # never spin when every queue is paused
+            self._parked_wait(lambda: self.quieted.wait(BLOCK_TIMEOUT_S))  # never spin
             return []
         acks = self._take_acks()
+        started = time.monotonic()
         try:
             units = self._fetch_batch(order, want, ack_commands(acks))
-        except Exception:
-            self._give_back_acks(acks)
+        except Exception as exc:
+            if acks:
+                self._acks_failed(acks, exc, started)
             raise
         if units:
             return units
-        self._parked = True
-        self.flush_acks()  # never hold an ack across a 2 s block
-        return self._fetch_blocking(order[0], epoch)
+        return self._parked_wait(lambda: self._fetch_blocking(order[0], epoch))
+
+    def _parked_wait(self, wait):
+        """Run a wait of up to 2 s parked: acks held so far go first, and any that
+        arrive meanwhile go out at once instead of waiting for the next fetch."""
+        acks = self._park()
+        try:
+            self._send_acks(acks)
+            return wait()
+        finally:
+            self._unpark()
 
     def _fetch_batch(self, order: list[str], want: int, acks: list[tuple]) -> list[ReliableUnit]:
         """One round trip: the held acks plus an LMOVE (or a batch script) for `want`."""
