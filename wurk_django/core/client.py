@@ -1,10 +1,9 @@
 """Pushing jobs: normalise, run client middleware, check arguments, write to Redis."""
 
-from typing import Callable
-
 from . import keys
 from .config import Config, get_default_config
 from .errors import JobArgumentError
+from .features import HOOKS, PUSH, intercepted, run_client_hooks
 from .options import TRANSIENT_KEYS, check_item, retry_for_seconds
 from .payload import check_args, check_at, dumps, encode_error, new_jid, scheduled_at
 from .redis import RedisConnection, connection_for
@@ -12,19 +11,6 @@ from .registry import REGISTRY, task_class
 
 DEFAULT_BATCH_SIZE = 1000
 _ENCODE_ERRORS = (TypeError, ValueError, RecursionError)  # UnicodeEncodeError is a ValueError
-
-# Set by the testing modes (testing_modes.py) once one is first turned on: it takes the
-# prepared jobs and answers True while a mode is active in this thread, so raw_push
-# writes nothing. A hook rather than an import: the modes push and run jobs through this
-# client, and a process that never uses them pays nothing per push.
-_push_interceptor: Callable[[list[dict], Config], bool] | None = None
-
-
-def set_push_interceptor(interceptor: Callable[[list[dict], Config], bool] | None) -> None:
-    """Route every push through `interceptor` first (None: straight to Redis)."""
-    global _push_interceptor
-    _push_interceptor = interceptor
-
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -69,20 +55,22 @@ class Client:
 
     # --- public API ---------------------------------------------------------------
 
-    def push(self, item: dict) -> str | None:
+    def push(self, item: dict, origin: str = PUSH) -> str | None:
         """Push one job; return its jid, or None if client middleware halted it.
 
         With a `push_deferrer` (Django's on-commit hook) the push may wait for the
-        surrounding transaction; the jid is known now and returned at once.
+        surrounding transaction; the jid is known now and returned at once. `origin`
+        tells feature hooks a job seen again (promoted by the poller, revived by hand)
+        from a new one.
         """
         job = self.normalize(item)  # first: it rejects an item that is not a dict
         transactional = item.get("transactional")
         deferrer = self.config.push_deferrer
-        if deferrer is not None and transactional is not False:
+        if deferrer is not None and transactional is not False and origin == PUSH:
             self._check_encodable(job)  # fail at the call site, not when the commit runs
-            if deferrer(lambda: self._push_now(job), transactional):
+            if deferrer(lambda: self._push_now(job, origin), transactional):
                 return job["jid"]
-        return self._push_now(job)
+        return self._push_now(job, origin)
 
     def _check_encodable(self, job: dict) -> None:
         check_args(job["args"], self.config.on_complex_arguments)
@@ -91,8 +79,8 @@ class Client:
         except _ENCODE_ERRORS as exc:
             raise encode_error(job, exc) from None
 
-    def _push_now(self, job: dict) -> str | None:
-        job = self.prepare(job)
+    def _push_now(self, job: dict, origin: str = PUSH) -> str | None:
+        job = self.prepare(job, origin)
         if job is None:
             return None
         self.raw_push([job])
@@ -178,8 +166,9 @@ class Client:
             job["created_at"] = self.config.job_clock()
         return job
 
-    def prepare(self, job: dict) -> dict | None:
-        """Run client middleware, then the argument check; None when a middleware halts."""
+    def prepare(self, job: dict, origin: str = PUSH) -> dict | None:
+        """Run client middleware, the argument check, then the features' client hooks;
+        None when a middleware or hook halts the push."""
         config = self.config
         chain = config.client_middleware
         if len(chain):
@@ -188,11 +177,13 @@ class Client:
             if not result:
                 return None
         check_args(job["args"], config.on_complex_arguments)
+        if HOOKS.client:
+            return run_client_hooks(job, self, origin)
         return job
 
     def raw_push(self, jobs: list[dict]) -> None:
         """Write prepared jobs in one round trip: their queues, or `schedule`."""
-        if _push_interceptor is not None and _push_interceptor(jobs, self.config):
+        if HOOKS.interceptors and intercepted(jobs, self.config):
             return
         connection = self.connection
         if "at" in jobs[0]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .aio import resolve
 from .errors import InvalidJobError, Shutdown
+from .features import HOOKS, JobHandled, JobRun, job_hooks_for, run_with_job_hooks
 from .identity import tid
 from .metrics import metric_class
 from .payload import decode_job, dumps, error_class, error_message
@@ -138,6 +139,8 @@ class Processor:
             ack = True
             self.config.handle_exception(handled.__cause__ or handled,
                                          {"context": "Job raised exception", "job": job})
+        except JobHandled:
+            ack = True  # a feature decided its fate (rescheduled, skipped): nothing failed
         except Shutdown:
             pass  # already requeued by the manager; never ack
         except REDIS_ERRORS as exc:
@@ -184,6 +187,9 @@ class Processor:
         try:
             self.config.reloader(lambda: self._run(job, raw, queue))
             failed = False
+        except JobHandled:
+            failed = False
+            raise
         finally:
             work_state.finish(thread_id)
             self.counters.record(failed)
@@ -195,25 +201,35 @@ class Processor:
         instance.jid = job.get("jid")
         instance._interrupt = self.done
         return self.retrier.local_guard(
-            task, raw, queue, lambda: self._execute(instance, job, queue))
+            task, raw, queue, lambda: self._execute(instance, job, queue, raw))
 
-    def _execute(self, instance, job: dict, queue: str):
+    def _execute(self, instance, job: dict, queue: str, raw: bytes):
         chain = self.server_middleware
         started = time.monotonic()
         failed = True
         try:
-            if len(chain):
-                chain.invoke(self.config, (instance, job, queue),
-                             lambda: resolve(instance.perform(*job["args"])))
+            hooks = job_hooks_for(job) if HOOKS.job else ()
+            if hooks:
+                run = JobRun(job, raw, queue, instance, self.config, self.connection)
+                run_with_job_hooks(hooks, run, lambda: self._perform(chain, instance, job,
+                                                                     queue))
+            elif len(chain):
+                self._perform(chain, instance, job, queue)
             else:
                 resolve(instance.perform(*job["args"]))
             failed = False
-        except Shutdown:
+        except (Shutdown, JobHandled):
             failed = False  # an interrupted run books its time, as Sidekiq's does
             raise
         finally:
             elapsed_ms = int((time.monotonic() - started) * 1000)
             self.metrics.track(metric_class(job), elapsed_ms, failed)
+
+    def _perform(self, chain, instance, job: dict, queue: str):
+        if len(chain):
+            return chain.invoke(self.config, (instance, job, queue),
+                                lambda: resolve(instance.perform(*job["args"])))
+        return resolve(instance.perform(*job["args"]))
 
     def kill(self) -> None:
         """Raise Shutdown inside this thread's running job (hard shutdown, after requeue).

@@ -5,6 +5,7 @@ import time
 
 from . import keys
 from .errors import Shutdown
+from .features import HOOKS, JobHandled, run_death_hooks
 from .payload import (backtrace_lines, dumps, encode_backtrace, error_class, error_message,
                       loads, to_epoch_seconds)
 from .registry import REGISTRY
@@ -54,6 +55,9 @@ def send_to_dead(connection, config, member: bytes) -> None:
 
 
 def run_death_handlers(config, job: dict, exc: BaseException) -> None:
+    """The features' death hooks (a batch books the death), then the user's handlers."""
+    if HOOKS.death:
+        run_death_hooks(job, exc, config)
     for handler in config.death_handlers:
         try:
             handler(job, exc)
@@ -84,7 +88,7 @@ class JobRetry:
         """Outer guard: catches what the local guard could not (no task instance)."""
         try:
             return run()
-        except (RetryHandled, Shutdown):
+        except (RetryHandled, Shutdown, JobHandled):
             raise
         except BaseException as exc:
             if caused_by_shutdown(exc):
@@ -106,7 +110,7 @@ class JobRetry:
         """Inner guard: has the task class, so its retry option and hooks apply."""
         try:
             return run()
-        except (RetryHandled, Shutdown):
+        except (RetryHandled, Shutdown, JobHandled):
             raise
         except BaseException as exc:
             if caused_by_shutdown(exc):

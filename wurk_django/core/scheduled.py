@@ -5,6 +5,7 @@ import random
 import time
 
 from . import keys
+from .features import PROMOTION
 from .heartbeat import cleanup_processes
 from .outage import OutageLog
 from .payload import decode_job
@@ -46,7 +47,7 @@ class Enqueuer:
         pushed (not a job, or refused by the client's checks) is kept in `dead` with its
         bytes rather than lost."""
         try:
-            self.client.push(decode_job(raw))
+            self.client.push(decode_job(raw), origin=PROMOTION)
         except REDIS_ERRORS:
             raise
         except Exception as exc:

@@ -6,7 +6,8 @@ import threading
 from typing import Any
 
 from .aio import resolve
-from .client import Client, set_push_interceptor
+from .client import Client
+from .features import HOOKS
 from .config import get_default_config
 from .errors import ConfigurationError, EmptyQueueError, TestModeAlreadySetError
 from .middleware import Chain
@@ -37,7 +38,7 @@ def set_mode(mode: str) -> None:
     """Set the mode for every thread until changed again."""
     global _global_mode
     _global_mode = _check(mode)
-    set_push_interceptor(intercept)
+    HOOKS.add_interceptor(intercept)
 
 
 def mode(name: str):
@@ -49,7 +50,7 @@ def mode(name: str):
 def _mode_block(name: str):
     if getattr(_local, "mode", None) is not None:
         raise TestModeAlreadySetError(f"already in testing mode {_local.mode!r}")
-    set_push_interceptor(intercept)
+    HOOKS.add_interceptor(intercept)
     _local.mode = name
     try:
         yield

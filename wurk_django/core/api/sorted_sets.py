@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 
 from .. import keys
 from ..client import Client
+from ..features import REVIVAL
 from ..payload import dumps
 from ..redis import REDIS_ERRORS
 from ..retry import run_death_handlers, send_to_dead
@@ -91,7 +92,7 @@ class SortedEntry(JobRecord):
         if not self.parent.delete_by_value(self.raw):
             return None
         client = Client(self.parent.config, self.parent.connection)
-        return self.parent._guard_moved(self, lambda: client.push(job))
+        return self.parent._guard_moved(self, lambda: client.push(job, origin=REVIVAL))
 
 
 class JobSet(ApiObject):

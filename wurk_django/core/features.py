@@ -1,0 +1,156 @@
+"""Where the Pro and Enterprise features hook into the engine, in one place.
+
+Each feature module (batches, limiters, unique jobs, encryption, expiring jobs) owns its
+keys and its logic, and reaches the engine only through the hook points below. A hook
+is switched on by a field in the job payload, so a job without that field pays one
+dict lookup for it and nothing else, and a process whose jobs use no feature pays
+nothing more than that:
+
+- client hooks run at push time, after client middleware and the argument check, on
+  jobs that carry their field (they may change the job, or return None to drop it);
+- push interceptors see every batch of prepared jobs before it is written, and may take
+  it over (the testing modes, a batch block collecting its jobs);
+- job hooks wrap a fetched job's run, inside the retry guards and outside server
+  middleware, outermost first by `order`;
+- death hooks run when a job dies (retries exhausted, discarded, poisoned, killed),
+  before the user's death handlers.
+
+Client hooks learn why a job is pushed (`origin`): a new job, one the poller promotes
+from `schedule` or `retry`, or one the data API revives from `dead` or `retry`, so a
+feature can tell a job it already knows from a new one.
+
+A hook that decided a job's fate without it failing (a limiter rescheduled it) raises
+`JobHandled`: the job is acknowledged and counted neither as failed nor, for a batch,
+as done.
+"""
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+# Why a job is being pushed: client hooks act differently on a job they see again.
+PUSH = "push"            # a new job, from application code or the API
+PROMOTION = "promotion"  # the poller moving a due job from `schedule`/`retry` to its queue
+REVIVAL = "revival"      # the data API sending a dead or retrying job back to its queue
+
+
+class JobHandled(Exception):
+    """A hook took care of the job (rescheduled it, skipped it on purpose): acknowledge it
+    and book no failure. Raised by job hooks only; never reaches the retry logic."""
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """What a job hook may use about the job being run."""
+
+    job: dict
+    raw: bytes
+    queue: str
+    instance: Any
+    config: Any
+    connection: Any
+
+
+@dataclass(frozen=True)
+class ClientHook:
+    field: str
+    order: int
+    # (job, client, origin) -> job, or None to drop the push
+    prepare: Callable[[dict, Any, str], dict | None]
+
+
+@dataclass(frozen=True)
+class JobHook:
+    field: str
+    order: int
+    around: Callable[[JobRun, Callable[[], Any]], Any]
+
+
+@dataclass(frozen=True)
+class DeathHook:
+    field: str
+    died: Callable[[dict, BaseException, Any], None]  # (job, exc, config)
+
+
+@dataclass
+class Registry:
+    """The hooks of every feature loaded in this process."""
+
+    client: tuple = ()
+    job: tuple = ()
+    death: tuple = ()
+    interceptors: tuple = ()
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, hook) -> None:
+        """Register a hook once; tuples are swapped whole, so readers never lock."""
+        kinds = {ClientHook: "client", JobHook: "job", DeathHook: "death"}
+        kind = kinds[type(hook)]
+        with self._lock:
+            hooks = getattr(self, kind)
+            if hook not in hooks:
+                hooks = hooks + (hook,)
+                if kind in ("client", "job"):
+                    hooks = tuple(sorted(hooks, key=lambda h: h.order))
+                setattr(self, kind, hooks)
+
+    def add_interceptor(self, interceptor: Callable[[list, Any], bool]) -> None:
+        """`interceptor(jobs, config)` returns True when it took the jobs over."""
+        with self._lock:
+            if interceptor not in self.interceptors:
+                self.interceptors = self.interceptors + (interceptor,)
+
+    def remove(self, hook) -> None:
+        with self._lock:
+            for kind in ("client", "job", "death", "interceptors"):
+                hooks = getattr(self, kind)
+                if hook in hooks:
+                    setattr(self, kind, tuple(h for h in hooks if h is not hook))
+
+
+HOOKS = Registry()
+
+
+def run_client_hooks(job: dict, client, origin: str = PUSH) -> dict | None:
+    for hook in HOOKS.client:
+        if hook.field in job:
+            job = hook.prepare(job, client, origin)
+            if job is None:
+                return None
+    return job
+
+
+def intercepted(jobs: list, config) -> bool:
+    """True when an interceptor took the jobs over (nothing is to be written)."""
+    for interceptor in HOOKS.interceptors:
+        if interceptor(jobs, config):
+            return True
+    return False
+
+
+def job_hooks_for(job: dict) -> tuple:
+    hooks = HOOKS.job
+    if not hooks:
+        return ()
+    return tuple(hook for hook in hooks if hook.field in job)
+
+
+def run_with_job_hooks(hooks: tuple, run: JobRun, final: Callable[[], Any]) -> Any:
+    """Run `final` inside each hook's `around`, the first hook outermost."""
+    def step(index: int):
+        if index == len(hooks):
+            return final()
+        return hooks[index].around(run, lambda: step(index + 1))
+
+    return step(0)
+
+
+def run_death_hooks(job: dict, exc: BaseException, config) -> None:
+    for hook in HOOKS.death:
+        if hook.field in job:
+            try:
+                hook.died(job, exc, config)
+            except Exception as hook_exc:
+                config.handle_exception(hook_exc, {"context": f"death hook for "
+                                                              f"{hook.field!r} failed",
+                                                   "job": job})
