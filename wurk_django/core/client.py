@@ -4,6 +4,7 @@ from . import keys
 from .config import Config, get_default_config
 from .errors import JobArgumentError
 from .features import HOOKS, PUSH, intercepted, run_client_hooks
+from .features import install as install_features
 from .options import TRANSIENT_KEYS, check_item, retry_for_seconds
 from .payload import check_args, check_at, dumps, encode_error, new_jid, scheduled_at
 from .redis import RedisConnection, connection_for
@@ -46,6 +47,7 @@ class Client:
     def __init__(self, config: Config | None = None, connection: RedisConnection | None = None):
         self.config = config or get_default_config()
         self._connection = connection
+        install_features()
 
     @property
     def connection(self) -> RedisConnection:

@@ -24,6 +24,7 @@ A hook that decided a job's fate without it failing (a limiter rescheduled it) r
 as done.
 """
 
+import importlib
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -109,6 +110,17 @@ class Registry:
 
 
 HOOKS = Registry()
+
+# The feature modules; each registers its hooks when imported. Every worker imports them
+# all at start (a payload pushed by Ruby or another process may carry any feature's
+# field), and so does every client (its hooks must see the first push).
+FEATURE_MODULES: tuple[str, ...] = ()
+
+
+def install() -> None:
+    """Import every feature module once (imports are cached, so later calls are cheap)."""
+    for name in FEATURE_MODULES:
+        importlib.import_module(name)
 
 
 def run_client_hooks(job: dict, client, origin: str = PUSH) -> dict | None:

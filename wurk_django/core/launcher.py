@@ -8,6 +8,7 @@ import time
 
 from .client import Client
 from .cron import CronDriver
+from .features import install as install_features
 from .fetch.reaper import Reaper
 from .heartbeat import Heartbeat
 from .identity import hostname, process_identity
@@ -27,6 +28,7 @@ class Launcher:
     """Wires a worker together in plain top-to-bottom code and runs it until stopped."""
 
     def __init__(self, config):
+        install_features()  # their job and death hooks must be in place before any fetch
         self.config = config
         self.identity = process_identity()
         self.connection = connection_for(config)
