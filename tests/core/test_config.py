@@ -354,3 +354,13 @@ def test_chain_fields_are_chains():
     config = Config()
     assert isinstance(config.client_middleware, Chain)
     assert isinstance(config.server_middleware, Chain)
+
+
+def test_a_heartbeat_slower_than_half_the_process_ttl_is_refused():
+    # Beats 60 s or more apart let the identity hash expire while the process runs:
+    # it drops off the dashboard and another host's reaper takes its running jobs.
+    Config(heartbeat_interval_s=30)
+    for interval in (31, 60, 120):
+        with pytest.raises(ConfigurationError, match="heartbeat_interval_s") as refused:
+            Config(heartbeat_interval_s=interval)
+        assert refused.value.field == "heartbeat_interval_s"

@@ -17,6 +17,9 @@ from .outage import NoticeThrottle
 from .payload import TIMESTAMP_FORMATS, timestamp_clock
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
+# How long a process's heartbeat entry (its identity hash) lives after each beat, as in
+# Sidekiq; liveness everywhere (the dashboard, the reaper) is read from it.
+PROCESS_TTL_S = 60
 DEFAULT_JOB_OPTIONS = {"retry": True, "queue": "default"}
 LIFECYCLE_EVENTS = ("startup", "quiet", "shutdown", "exit", "heartbeat", "beat", "leader")
 ONE_SHOT_EVENTS = ("startup", "quiet", "shutdown", "exit")
@@ -228,6 +231,14 @@ class Config:
                 f"leader_renew_s ({self.leader_renew_s}) must be shorter than leader_ttl_s "
                 f"({self.leader_ttl_s}), or leadership lapses between renewals",
                 field="leader_renew_s")
+        if self.heartbeat_interval_s > PROCESS_TTL_S / 2:
+            # The identity hash lives 60 s after each beat. Beats further apart let it
+            # expire while the process runs (or after one slow beat): it vanishes from
+            # the dashboard and other hosts' reapers take the jobs it is still running.
+            raise ConfigurationError(
+                f"heartbeat_interval_s ({self.heartbeat_interval_s}) must be at most "
+                f"{PROCESS_TTL_S // 2} s, half the {PROCESS_TTL_S} s a process's heartbeat "
+                f"entry lives", field="heartbeat_interval_s")
 
     def _checked_job_options(self) -> dict:
         from . import options

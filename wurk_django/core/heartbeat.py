@@ -5,6 +5,7 @@ import time
 from collections.abc import Callable
 
 from . import keys
+from .config import PROCESS_TTL_S
 from .identity import rss_kb
 from .outage import OutageLog
 from .payload import dumps
@@ -14,7 +15,6 @@ from .timer_loop import TimerLoop
 
 logger = logging.getLogger("wurk")
 
-PROCESS_TTL_S = 60
 CLEANUP_LOCK_S = 60
 SLOW_RTT_US = 50_000
 SLOW_RTT_READINGS = 5
