@@ -17,6 +17,7 @@ from . import conf
 from .core.config import get_default_config
 from .core.embedded import Embedded, configure_embed
 from .core.errors import ConfigurationError
+from .task_queues import serve_task_queues
 
 SERVING_COMMANDS = ("runserver",)
 MANAGE_SCRIPTS = ("manage.py", "django-admin", "django-admin.py")
@@ -75,6 +76,10 @@ def start(**overrides) -> Embedded:
     with _guard:
         if _embedded is None:
             embedded = configure_embed(get_default_config(), **overrides)
+            # As wurk_worker does: the django.tasks backends' queues are served too,
+            # unless WURK["EMBEDDED"] names its queues (then those left out are named).
+            embedded.config = serve_task_queues(embedded.config,
+                                                explicit="queues" in overrides)
             embedded.run()
             _embedded = embedded
             atexit.register(stop)

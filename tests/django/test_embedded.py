@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from tests.support.redis_server import free_port
+from tests.djangoapp import django_tasks
 from tests.support.workers import ROOT, wait_until, worker_env
 from wurk_django import conf
 from wurk_django import embedded as django_embedded
@@ -177,6 +178,26 @@ def test_a_second_start_in_the_same_process_is_a_no_op(config, redis_client):
         django_embedded.stop()
     assert django_embedded.current() is None
     assert redis_client.smembers(keys.PROCESSES) == set()
+
+
+def test_the_embedded_worker_serves_the_task_backends_queues_too(config, redis_client):
+    # tests.settings: WURK["QUEUES"] is ["default"], TASKS also enqueue to "reports".
+    embedded = django_embedded.start()
+    try:
+        assert embedded.config.capsules_[0].queue_names == ["default", "reports"]
+        result = django_tasks.report.enqueue("weekly")
+        wait_until(lambda: django_tasks.report.get_result(result.id).status.name ==
+                   "SUCCESSFUL", 15, message="the reports task run by the embedded worker")
+    finally:
+        django_embedded.stop()
+
+
+def test_embedded_queues_named_in_the_setting_are_served_as_given(config, redis_client):
+    embedded = django_embedded.start(queues=("default",))
+    try:
+        assert embedded.config.capsules_[0].queue_names == ["default"]
+    finally:
+        django_embedded.stop()
 
 
 # --- real web processes -------------------------------------------------------------
