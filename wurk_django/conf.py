@@ -58,13 +58,16 @@ FIELDS: dict[str, str] = {
     "CRON": "cron_entries", "CRON_TZ": "cron_tz", "CRON_TICK_SECONDS": "cron_tick_s",
     "LEADER_TTL_SECONDS": "leader_ttl_s", "LEADER_RENEW_SECONDS": "leader_renew_s",
     "LEADER_RETRY_SECONDS": "leader_retry_s", "TIMESTAMP_FORMAT": "timestamp_format",
+    "METRICS_PORT": "metrics_port", "METRICS_ADDRESS": "metrics_address", "STATSD": "statsd",
+    "STATSD_JOB_METRICS": "statsd_job_metrics", "STATSD_OPTIONS": "statsd_options",
+    "OPENTELEMETRY": "opentelemetry", "RETAIN_HISTORY": "retain_history_s",
 }
 SHAPES = {"CAPSULES": _capsules}
 KEY_OF_FIELD = {field: key for key, field in FIELDS.items()}
 CRON_ENTRY = re.compile(r"^cron entry (\d+)")  # how the core names an item of cron_entries
 # Keys of the Django layer itself (no Config field).
 OTHER_KEYS = {"REDIS_URL", "CACHE_ALIAS", "DASHBOARD", "EMBEDDED", "TRANSACTIONAL",
-              "RESULT_TTL", *PROCESS_KEYS}
+              "RESULT_TTL", "METRICS", *PROCESS_KEYS}
 KNOWN_KEYS = set(FIELDS) | OTHER_KEYS
 
 
@@ -188,6 +191,7 @@ def read_settings(wurk: Mapping | None = None) -> WurkSettings:
         options["redis_options"] = {**redis_options, **(options.get("redis_options") or {})}
     options.setdefault("tag", project_dir().name)
     result_ttl_s(wurk)
+    metrics_endpoint(wurk)
     process_options(wurk)
     return WurkSettings(options, labels, transactional=transactional_setting(wurk),
                         project_redis=url == PROJECT_REDIS_URL,
@@ -330,3 +334,45 @@ def dashboard_settings(wurk: Mapping | None = None) -> DashboardSettings:
         csrf_header_name=settings.CSRF_HEADER_NAME,
         csrf_cookie_name=settings.CSRF_COOKIE_NAME,
         csp_middleware=CSP_MIDDLEWARE in getattr(settings, "MIDDLEWARE", ()))
+
+
+# --- the Prometheus endpoint (WURK["METRICS"]) ------------------------------------------
+
+METRICS_KEYS = {"TOKEN", "ALLOW_IPS"}
+MIN_TOKEN_CHARS = 16
+
+
+@dataclass(frozen=True)
+class MetricsEndpoint:
+    """Who may scrape the endpoint: a bearer token, client networks, or both (both must
+    pass). Neither: the endpoint is off and answers 404."""
+
+    token: str | None = None
+    allow_ips: tuple = ()
+
+    @property
+    def enabled(self) -> bool:
+        return self.token is not None or bool(self.allow_ips)
+
+
+def metrics_endpoint(wurk: Mapping | None = None) -> MetricsEndpoint:
+    """Read WURK["METRICS"]: {"TOKEN": "...", "ALLOW_IPS": ["10.0.0.0/8", "::1"]}."""
+    import ipaddress
+    wurk = wurk_settings() if wurk is None else wurk
+    options = wurk.get("METRICS") or {}
+    if not isinstance(options, Mapping) or set(options) - METRICS_KEYS:
+        raise SettingError(f"WURK['METRICS'] must be a dict with 'TOKEN' and/or 'ALLOW_IPS', "
+                           f"got {options!r:.200}", "METRICS")
+    token = options.get("TOKEN")
+    if token is not None and (not isinstance(token, str) or len(token) < MIN_TOKEN_CHARS):
+        raise SettingError(f"WURK['METRICS']['TOKEN'] must be a string of at least "
+                           f"{MIN_TOKEN_CHARS} characters (a random secret)", "METRICS")
+    networks = options.get("ALLOW_IPS") or ()
+    if isinstance(networks, str) or not isinstance(networks, (list, tuple)):
+        raise SettingError("WURK['METRICS']['ALLOW_IPS'] must be a list of addresses or "
+                           "networks, e.g. ['10.0.0.0/8', '127.0.0.1']", "METRICS")
+    try:
+        allowed = tuple(ipaddress.ip_network(str(net), strict=False) for net in networks)
+    except ValueError as exc:
+        raise SettingError(f"WURK['METRICS']['ALLOW_IPS']: {exc}", "METRICS") from None
+    return MetricsEndpoint(token=token, allow_ips=allowed)

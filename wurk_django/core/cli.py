@@ -54,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timestamp-format", choices=("ms", "float"), default="ms",
                         help="job timestamps as Sidekiq 8's integer milliseconds (default) "
                              "or as float seconds, for fleets with Sidekiq 6 or 7")
+    parser.add_argument("--metrics-port", type=int, default=None,
+                        help="serve this process's Prometheus metrics on this port (a "
+                             "supervisor's children on the port plus their slot number)")
+    parser.add_argument("--metrics-address", default="0.0.0.0",
+                        help="address the metrics port listens on (default 0.0.0.0)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                         default=None, help="log level (default info; warning hides the "
@@ -71,7 +76,8 @@ FLAG_FIELDS = {
     "reaper_interval": "reaper_interval_s", "cron_tick": "cron_tick_s", "cron_tz": "cron_tz",
     "leader_ttl": "leader_ttl_s", "leader_renew": "leader_renew_s",
     "leader_retry": "leader_retry_s", "timestamp_format": "timestamp_format",
-    "redis_url": "redis_url", "tag": "tag",
+    "redis_url": "redis_url", "tag": "tag", "metrics_port": "metrics_port",
+    "metrics_address": "metrics_address",
 }
 PROCESS_FLAGS = {"processes": "processes", "max_memory_mb": "max_memory_mb",
                  "log_format": "log_format"}

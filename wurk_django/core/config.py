@@ -188,6 +188,15 @@ class Config:
     cron_entries: tuple = ()
     # "ms" (Sidekiq 8's integer milliseconds) or "float" (seconds, for Sidekiq 6/7 fleets).
     timestamp_format: str = "ms"
+    # Metrics and tracing; core/observability.py checks them and installs what they ask for.
+    metrics_port: int | None = None  # this worker's Prometheus port (plus process_slot)
+    metrics_address: str = "0.0.0.0"
+    process_slot: int = 0  # which of a supervisor's children this process is
+    statsd: Any = None  # a zero-argument factory of a statsd client, or its import path
+    statsd_job_metrics: bool = False
+    statsd_options: Any = None  # (klass, job, queue) -> {"tags": [...], "sample_rate": r}
+    opentelemetry: bool = False
+    retain_history_s: float | None = None  # seconds between history snapshots; None: off
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -215,6 +224,8 @@ class Config:
         with check.blame("capsules"):
             set_(self, "capsules_", self._build_capsules())
         self._check_periodic()
+        from .observability import configure
+        configure(self)
 
     def _check_numbers(self) -> None:
         for name, minimum in _WHOLE_NUMBERS.items():

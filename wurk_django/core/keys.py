@@ -22,6 +22,8 @@ SORTED_SETS = (SCHEDULE, RETRY, DEAD)
 LEADER = "dear-leader"
 LEADER_TOKEN = "leader-token"
 PERIODIC = "periodic"
+# The history snapshot stream (Sidekiq Enterprise's `retain_history`).
+HISTORY_METRICS = "history:metrics"
 
 
 def queue(name: str) -> str:

@@ -11,10 +11,12 @@ from .cron import CronDriver
 from .features import install as install_features
 from .fetch.reaper import Reaper
 from .heartbeat import Heartbeat
+from .history import HistorySnapshot
 from .identity import hostname, process_identity
 from .leader import Leader
 from .manager import Manager
 from .metrics import Metrics
+from .metrics_port import MetricsPort
 from .payload import dumps
 from .redis import connection_for
 from .scheduled import Poller
@@ -52,6 +54,17 @@ class Launcher:
         if config.fetch == "reliable":
             served = list(dict.fromkeys(n for c in config.capsules_ for n in c.queue_names))
             self.reaper = Reaper(config, self.connection, served, is_leader=self.leader.check())
+        self.history = None
+        if config.retain_history_s is not None:
+            self.history = HistorySnapshot(config, self.connection, self.leader.check())
+        self.metrics_port = None
+        # A web process embedding a worker has the dashboard's endpoint instead; its
+        # server's own worker processes would fight over one port.
+        if config.metrics_port is not None and not config.embedded:
+            self.metrics_port = MetricsPort(config.metrics_address,
+                                            config.metrics_port + config.process_slot,
+                                            busy=lambda: len(self.work_state),
+                                            concurrency=config.total_concurrency)
         self.info_json = dumps(self.info())
         self.quieting = False
         self.heartbeat = Heartbeat(
@@ -86,12 +99,16 @@ class Launcher:
     def run(self) -> None:
         """Start every thread and return; the caller waits for signals or `stopped`."""
         self.config.seal()
+        if self.metrics_port is not None:
+            self.metrics_port.start()
         self.heartbeat.start()
         # Quiet does not stand a leader down: a quiet process keeps enqueueing cron jobs.
         self.leader.start()
         self.cron.start(register_loops=not self.config.embedded)
         if self.reaper is not None:
             self.reaper.start()
+        if self.history is not None:
+            self.history.start()
         if self.quieting:
             return  # booted quiet: register and reap, but fetch nothing
         for manager in self.managers:
@@ -119,6 +136,8 @@ class Launcher:
         """Graceful stop: quiet, drain until the timeout, requeue the rest, unregister."""
         deadline = time.monotonic() + self.config.shutdown_timeout_s
         self.stopping = True
+        if self.metrics_port is not None:
+            self.metrics_port.stop()  # first: a rolling restart's replacement waits for it
         self.quiet()
         stoppers = [threading.Thread(target=m.stop, args=(deadline,), name="wurk-stopper",
                                      daemon=True) for m in self.managers]
@@ -133,6 +152,8 @@ class Launcher:
         # Leader-gated components first, then the lock: an in-flight cron tick must not
         # enqueue a loop the next leader fires too.
         self.cron.stop()
+        if self.history is not None:
+            self.history.stop()
         self.leader.stop()
         self.heartbeat.stop()
         self.heartbeat.clear()

@@ -199,7 +199,7 @@ class Supervisor:
             self._schedule_restart(slot, was_ready=False)
             return None
         if pid == 0:
-            self._become_child(parent, ready_write)
+            self._become_child(parent, ready_write, slot.index)
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         os.close(ready_write)
         os.set_blocking(ready_read, False)
@@ -208,7 +208,7 @@ class Supervisor:
         logger.info("Started worker process %d in slot %d", pid, slot.index)
         return pid
 
-    def _become_child(self, parent: int, ready_fd: int) -> None:
+    def _become_child(self, parent: int, ready_fd: int, slot_index: int) -> None:
         """Runs in the child: never returns."""
         status = 1
         try:
@@ -221,7 +221,8 @@ class Supervisor:
             signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # rolling restarts are the parent's
             _die_with_parent(parent)
             os.set_blocking(ready_fd, False)
-            config = self.config.replace()  # a copy: the parent's config takes no hooks
+            # A copy: the parent's config takes no hooks. The slot offsets the metrics port.
+            config = self.config.replace(process_slot=slot_index)
             config.on("heartbeat", lambda: _say_ready(ready_fd))
             status = self.child_main(config, self.quiet) or 0
         except BaseException:

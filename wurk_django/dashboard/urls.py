@@ -9,6 +9,7 @@ answers `/admin/wurk/` (system check wurk.E202 catches that):
 
 from django.urls import path, register_converter
 
+from ..metrics_view import prometheus_metrics
 from .api import metrics, overview, periodic, placeholders, processes, queues, sets
 from .assets import serve_asset
 from .auth import endpoint
@@ -49,6 +50,9 @@ urlpatterns = [
     *_api_routes(),
     path("static/<path:path>", serve_asset, name="asset"),
     path("static/", serve_asset, name="asset-root"),
+    # Prometheus scrapes (token or IP allow-list; never the admin session). The SPA owns
+    # `metrics`, its per-class page.
+    path("prometheus", prometheus_metrics, name="prometheus"),
     path("", shell_view, name="shell"),
     # The admin index links Wurk to its change list, which this mount shadows.
     path("dashboard/", admin_redirect_view, name="admin-entry"),

@@ -15,7 +15,8 @@ from wurk_django.task_queues import serve_task_queues
 LOG_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
 # Flags that override a Config field; errors about the field then name the flag.
 FLAG_FIELDS = {"concurrency": "concurrency", "timeout": "shutdown_timeout_s", "tag": "tag",
-               "timestamp_format": "timestamp_format", "queue": "queues", "label": "labels"}
+               "timestamp_format": "timestamp_format", "queue": "queues", "label": "labels",
+               "metrics_port": "metrics_port", "metrics_address": "metrics_address"}
 PROCESS_FLAGS = ("processes", "max_memory_mb", "log_format")  # WURK's keys otherwise
 
 
@@ -37,6 +38,11 @@ class Command(BaseCommand):
         parser.add_argument("--timestamp-format", choices=("ms", "float"),
                             help="job timestamps as integer ms (Sidekiq 8) or float seconds "
                                  "(Sidekiq 6/7); default WURK['TIMESTAMP_FORMAT'], ms")
+        parser.add_argument("--metrics-port", type=int,
+                            help="serve this process's Prometheus metrics on this port "
+                                 "(default WURK['METRICS_PORT']; children: port + slot)")
+        parser.add_argument("--metrics-address",
+                            help="address the metrics port listens on (default 0.0.0.0)")
         parser.add_argument("--logfile", help="log to this file instead of stdout")
         parser.add_argument("--log-format", choices=("text", "json"),
                             help="log line format (default text, or WURK['LOG_FORMAT'])")
