@@ -2,7 +2,7 @@
 
 import logging
 
-from . import keys
+from . import keys, statsd
 from .payload import dumps
 from .retry import run_death_handlers, send_to_dead
 
@@ -56,6 +56,7 @@ def kill(connection, config, raw: bytes, job: dict, count: int, source_key: str)
     # Removed only once it is in `dead`: a crash in between repeats the kill, never
     # loses the job. The reaper reads from the right end, so remove from there.
     connection.write(connection.client.lrem, source_key, -1, raw)
+    statsd.increment(config, "jobs.poison", statsd.job_tags(job, job.get("queue")))
     run_death_handlers(config, job, exc)
 
 

@@ -72,6 +72,13 @@ def client_for(config):
         return client
 
 
+def reset() -> None:
+    """Forget every client made so far; the next emit calls its factory again."""
+    with _lock:
+        _clients.clear()
+        _failed_at.clear()
+
+
 def _adapted(client):
     if not hasattr(client, "increment") and hasattr(client, "incr"):
         return _PlainStatsd(client)

@@ -5,7 +5,7 @@ import os
 import threading
 from dataclasses import dataclass
 
-from .. import keys, poison
+from .. import keys, poison, statsd
 from ..errors import InvalidJobError
 from ..identity import hostname, process_nonce
 from ..outage import OutageLog
@@ -223,6 +223,9 @@ class Reaper:
                                 "RIGHT") is None:
                 break  # another sweep drained it meanwhile
             logger.info("Recovered a job from %s to %s", private_key, public_key)
+            if self.config.statsd is not None:
+                statsd.increment(self.config, "jobs.recovered.fetch",
+                                 statsd.job_tags(raw, public_key[len(keys.QUEUE_PREFIX):]))
         return moved
 
     def _settle(self, private_key: str, raw: bytes) -> bool:
