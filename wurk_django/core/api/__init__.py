@@ -4,6 +4,7 @@ The dashboard and ops tools use only this package; the worker never imports it.
 Every object takes an optional `config` (default: `get_default_config()`).
 """
 
+from . import history
 from .base import Page, SearchResult
 from .metrics import ClassTotals, JobMetrics, MetricsQuery, TopJobs
 from .periodic import Loop, LoopSet
@@ -18,4 +19,4 @@ __all__ = ["ClassTotals", "DeadSet", "EmbeddedProcessError", "History", "JobMetr
            "JobRecord", "JobSet", "Loop", "LoopSet", "MetricsQuery", "Page", "Process",
            "ProcessSet", "Queue", "QueueRecord", "QueueSummary", "RedisServer", "RetrySet",
            "ScheduledSet", "SearchResult", "SortedEntry", "Stats", "TASK_WRAPPER", "TopJobs",
-           "Work", "Workers"]
+           "Work", "Workers", "history"]
