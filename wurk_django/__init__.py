@@ -6,7 +6,7 @@ touches neither Django models nor Redis.
 
 from .core.version import VERSION as __version__
 
-_EXPORTS = ("Client", "Config", "configure_embed", "ConfigurationError", "DEFAULT", "DISCARD",
+_EXPORTS = ("Batch", "BatchStatus", "Client", "Config", "configure_embed", "ConfigurationError", "DEFAULT", "DISCARD",
             "EmptyQueueError", "Job", "JobArgumentError", "KILL", "RedisUnavailableError",
             "Shutdown",
             "TestModeAlreadySetError", "UnknownTaskError", "WurkError", "log_context",

@@ -1,5 +1,7 @@
 """Wurk's engine: a Sidekiq-compatible Redis job system. Never imports Django."""
 
+from .batch import Batch
+from .batch_status import BatchStatus
 from .client import Client
 from .config import Config, get_default_config, set_default_config
 from .embedded import configure_embed
@@ -18,7 +20,7 @@ def strict_args(mode="raise") -> None:
 
 
 __version__ = VERSION
-__all__ = ["Client", "Config", "configure_embed", "ConfigurationError", "DEFAULT", "DISCARD",
+__all__ = ["Batch", "BatchStatus", "Client", "Config", "configure_embed", "ConfigurationError", "DEFAULT", "DISCARD",
            "EmptyQueueError", "Job", "JobArgumentError", "KILL", "RedisUnavailableError",
            "Shutdown",
            "TestModeAlreadySetError", "UnknownTaskError", "WurkError", "get_default_config",

@@ -3,7 +3,7 @@
 from . import keys
 from .config import Config, get_default_config
 from .errors import JobArgumentError
-from .features import HOOKS, PUSH, intercepted, run_client_hooks
+from .features import COLLECTING, HOOKS, PUSH, intercepted, run_client_hooks
 from .features import install as install_features
 from .options import TRANSIENT_KEYS, check_item, retry_for_seconds
 from .payload import check_args, check_at, dumps, encode_error, new_jid, scheduled_at
@@ -68,7 +68,9 @@ class Client:
         job = self.normalize(item)  # first: it rejects an item that is not a dict
         transactional = item.get("transactional")
         deferrer = self.config.push_deferrer
-        if deferrer is not None and transactional is not False and origin == PUSH:
+        # A batch block writes its jobs itself, at its exit: they never wait for a commit.
+        if (deferrer is not None and transactional is not False and origin == PUSH
+                and not COLLECTING.get()):
             self._check_encodable(job)  # fail at the call site, not when the commit runs
             if deferrer(lambda: self._push_now(job, origin), transactional):
                 return job["jid"]

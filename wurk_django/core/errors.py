@@ -89,6 +89,18 @@ class EmptyQueueError(WurkError):
     """A fake-mode helper was asked for a job when none is queued."""
 
 
+class BatchError(WurkError, ValueError):
+    """A batch was used in a way that cannot work (an option set too late, a bad event)."""
+
+
+class BatchNotFoundError(BatchError, LookupError):
+    """No batch with that bid exists: never created, expired, or deleted."""
+
+
+class CallbackTargetError(BatchError):
+    """A batch callback target cannot be found or called (import, class or method)."""
+
+
 class InvalidJobError(WurkError):
     """A fetched payload is not valid JSON or lacks a class; it goes to the dead set."""
 

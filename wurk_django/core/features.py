@@ -26,6 +26,7 @@ as done.
 
 import importlib
 import threading
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -33,6 +34,10 @@ from typing import Any, Callable
 PUSH = "push"            # a new job, from application code or the API
 PROMOTION = "promotion"  # the poller moving a due job from `schedule`/`retry` to its queue
 REVIVAL = "revival"      # the data API sending a dead or retrying job back to its queue
+
+# True while an interceptor gathers this context's pushes to write them itself (a batch
+# block): a push is then not held for a database commit, since its collector writes it.
+COLLECTING: ContextVar[bool] = ContextVar("wurk_collecting", default=False)
 
 
 class JobHandled(Exception):
@@ -95,11 +100,17 @@ class Registry:
                     hooks = tuple(sorted(hooks, key=lambda h: h.order))
                 setattr(self, kind, hooks)
 
-    def add_interceptor(self, interceptor: Callable[[list, Any], bool]) -> None:
-        """`interceptor(jobs, config)` returns True when it took the jobs over."""
+    def add_interceptor(self, interceptor: Callable[[list, Any], bool],
+                        first: bool = False) -> None:
+        """`interceptor(jobs, config)` returns True when it took the jobs over. `first`
+        puts it before the others (a batch block stamps its bid on jobs that the testing
+        modes then record), whichever registered first."""
         with self._lock:
             if interceptor not in self.interceptors:
-                self.interceptors = self.interceptors + (interceptor,)
+                if first:
+                    self.interceptors = (interceptor,) + self.interceptors
+                else:
+                    self.interceptors = self.interceptors + (interceptor,)
 
     def remove(self, hook) -> None:
         with self._lock:
@@ -114,7 +125,9 @@ HOOKS = Registry()
 # The feature modules; each registers its hooks when imported. Every worker imports them
 # all at start (a payload pushed by Ruby or another process may carry any feature's
 # field), and so does every client (its hooks must see the first push).
-FEATURE_MODULES: tuple[str, ...] = ()
+FEATURE_MODULES: tuple[str, ...] = (
+    "wurk_django.core.batch_server",
+)
 
 
 def install() -> None:

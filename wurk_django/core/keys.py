@@ -22,6 +22,15 @@ SORTED_SETS = (SCHEDULE, RETRY, DEAD)
 LEADER = "dear-leader"
 LEADER_TOKEN = "leader-token"
 PERIODIC = "periodic"
+
+# Batches (Sidekiq Pro's key names): the indexes, newest last by score.
+BATCHES = "batches"
+DEAD_BATCHES = "dead-batches"
+# The parts of a batch beside its hash `b-<bid>`: live jids (and open holds), jids
+# failing now, dead jids, every child, children not complete, children not succeeded
+# (Wurk's own), and the three callback markers.
+BATCH_PARTS = ("jids", "failed", "died", "kids", "pkids", "skids", "complete", "success",
+               "death")
 # The history snapshot stream (Sidekiq Enterprise's `retain_history`).
 HISTORY_METRICS = "history:metrics"
 
@@ -89,3 +98,18 @@ def task_result(jid: str) -> str:
     # Wurk only: Sidekiq has no result store. The django.tasks backend keeps one JSON
     # record per jid here, with a TTL (wurk_django/tasks_backend).
     return f"wurk:task-result:{jid}"
+
+
+def batch(bid: str) -> str:
+    """A batch's hash: its description, callbacks, counts and fired events."""
+    return f"b-{bid}"
+
+
+def batch_part(bid: str, part: str) -> str:
+    """`b-<bid>-<part>` for each of BATCH_PARTS."""
+    return f"b-{bid}-{part}"
+
+
+def batch_tag(tag: str) -> str:
+    """The bids carrying a tag (a set)."""
+    return f"tags:{tag}"

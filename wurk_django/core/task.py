@@ -7,6 +7,7 @@ from typing import Any, Callable, ClassVar
 
 from . import options as job_options
 from . import testing_modes
+from .batch import Batch, batch_valid
 from .client import default_client
 from .joblog import JobAdapter
 from .payload import scheduled_at
@@ -60,8 +61,24 @@ class Job:
 
     def __init__(self):
         self.jid: str | None = None
+        self.bid: str | None = None  # set by the worker for a job of a batch
         self.logger = JobAdapter(_JOB_LOGGER, {})
         self._interrupt: threading.Event | None = None
+        self._batch: Batch | None = None
+
+    @property
+    def batch(self) -> "Batch | None":
+        """The batch this job belongs to, reopened (`with self.batch:` adds siblings), or
+        None outside a batch."""
+        if self.bid is None:
+            return None
+        if self._batch is None or self._batch.bid != self.bid:
+            self._batch = Batch(self.bid)
+        return self._batch
+
+    def valid_within_batch(self) -> bool:
+        """False once this job's batch was invalidated (return early); True outside one."""
+        return self.bid is None or batch_valid(self.bid)
 
     def interrupted(self) -> bool:
         """True once the worker is quieting or stopping; long jobs may return early."""
