@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from django.conf import settings
 
 from .core.config import Config, ProcessOptions
+from .core.sizing import with_environment
 from .core.errors import ConfigurationError
 
 ENV_REDIS_URL = "WURK_REDIS_URL"
@@ -61,6 +62,7 @@ FIELDS: dict[str, str] = {
     "METRICS_PORT": "metrics_port", "METRICS_ADDRESS": "metrics_address", "STATSD": "statsd",
     "STATSD_JOB_METRICS": "statsd_job_metrics", "STATSD_OPTIONS": "statsd_options",
     "OPENTELEMETRY": "opentelemetry", "RETAIN_HISTORY": "retain_history_s",
+    "HEALTH_PORT": "health_port", "HEALTH_ADDRESS": "health_address",
 }
 SHAPES = {"CAPSULES": _capsules}
 KEY_OF_FIELD = {field: key for key, field in FIELDS.items()}
@@ -259,7 +261,9 @@ def project_redis_url(*, start: bool) -> str:
 
 def process_options(wurk: Mapping | None = None, **flags) -> ProcessOptions:
     """PROCESSES, MAX_MEMORY_MB and LOG_FORMAT, as ProcessOptions; a flag given (not
-    None: `processes=`, `max_memory_mb=`, `log_format=`) wins over its setting."""
+    None: `processes=`, `max_memory_mb=`, `log_format=`) wins over its setting, which
+    wins over the environment (WURK_COUNT, then SIDEKIQ_COUNT; WURK_MAXMEM_MB, then
+    SIDEKIQ_MAXMEM_MB)."""
     wurk = wurk_settings() if wurk is None else wurk
     values, labels = {}, {}
     for key, field in PROCESS_KEYS.items():
@@ -268,6 +272,7 @@ def process_options(wurk: Mapping | None = None, **flags) -> ProcessOptions:
         elif key in wurk:
             values[field], labels[field] = wurk[key], f"WURK['{key}']"
     try:
+        with_environment(values, labels)  # WURK_COUNT, SIDEKIQ_MAXMEM_MB, ...
         return ProcessOptions(**values)
     except ConfigurationError as exc:
         label = labels.get(exc.field, exc.field)

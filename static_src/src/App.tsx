@@ -30,6 +30,7 @@ const JobSet = lazy(() => import("./pages/JobSet"));
 const JobDetail = lazy(() => import("./pages/JobDetail"));
 const Metrics = lazy(() => import("./pages/Metrics"));
 const MetricsClass = lazy(() => import("./pages/MetricsClass"));
+const History = lazy(() => import("./pages/History"));
 const Periodic = lazy(() => import("./pages/Periodic"));
 const PeriodicLoop = lazy(() => import("./pages/PeriodicLoop"));
 
@@ -42,6 +43,7 @@ const ROUTES: [RegExp, ComponentType<PageProps>, string][] = [
   [/^(retries|scheduled|dead)\/([^/]+)$/, JobDetail, "Job"],
   [/^metrics$/, Metrics, "Metrics"],
   [/^metrics\/([^/]+)$/, MetricsClass, "Metrics"],
+  [/^history$/, History, "History"],
   [/^periodic$/, Periodic, "Periodic jobs"],
   [/^periodic\/([^/]+)$/, PeriodicLoop, "Periodic job"],
   [/^(batches|limiters)(?:\/.*)?$/, Unavailable, "Not available"],

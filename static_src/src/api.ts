@@ -262,6 +262,17 @@ export interface LoopDetail extends Loop {
   server_time_ms: number;
 }
 
+/** `api/snapshots`: the history snapshots of the last `range_s` seconds, oldest first.
+ * Each row is `[at_ms, ...fields]` in the order of `fields`; a value is null where the
+ * snapshot lacks it. `interval_s` is this process's RETAIN_HISTORY (null: not set here). */
+export interface Snapshots {
+  interval_s: number | null;
+  range_s: number;
+  fields: string[];
+  items: (number | null)[][];
+  marks: Mark[];
+}
+
 export interface MutationResult {
   requested: number;
   done: number;
@@ -404,4 +415,5 @@ export const api = {
   loop: (lid: string) => get<LoopDetail>(`periodic/${seg(lid)}`),
   loopAction: (lid: string, action: "pause" | "resume") => post(`periodic/${seg(lid)}/${action}`),
   runLoop: (lid: string) => post<RunResult>(`periodic/${seg(lid)}/run`),
+  snapshots: (range: number) => get<Snapshots>("snapshots", { range }),
 };

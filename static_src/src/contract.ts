@@ -32,6 +32,7 @@ export const checked = [
   r["GET metrics/:class"].body satisfies Wide<Api.ClassMetrics>,
   r["GET periodic"].body satisfies Wide<Api.Loops>,
   r["GET periodic/:lid"].body satisfies Wide<Api.LoopDetail>,
+  r["GET snapshots"].body satisfies Wide<Api.Snapshots>,
   r["GET batches"].body satisfies Wide<Api.Problem>,
   r["GET limiters"].body satisfies Wide<Api.Problem>,
   r["POST periodic/:lid/run"].body satisfies Wide<Api.RunResult>,

@@ -12,7 +12,7 @@ from wurk_django.core.errors import (RedisCommandError, RedisFailure, RedisUnava
 from wurk_django.core.redis import RedisConnection
 
 PACKAGE = Path(__file__).resolve().parents[2] / "wurk_django"
-LAYER = {PACKAGE / "core" / "redis.py"}
+LAYER = {PACKAGE / "core" / "redis.py", PACKAGE / "core" / "sentinel.py"}
 # Names only redis-py's own exceptions carry; Wurk's are RedisFailure and its subclasses.
 REDIS_PY_ERRORS = re.compile(r"redis\.exceptions|\bRedisError\b|redis\.(Connection|Response|"
                              r"Timeout|ReadOnly|NoScript)Error")

@@ -53,6 +53,7 @@ CALLS = [
     ("GET metrics/:class", "GET", "metrics/shop.tasks.charge", {"period": "1h"}),
     ("GET periodic", "GET", "periodic", {}),
     ("GET periodic/:lid", "GET", f"periodic/{LID}", {}),
+    ("GET snapshots", "GET", "snapshots", {"range": 3600}),
     ("GET batches", "GET", "batches", {}),
     ("GET limiters", "GET", "limiters", {}),
     ("POST periodic/:lid/run", "POST", f"periodic/{LID}/run", {}),
@@ -110,6 +111,10 @@ def seed_metrics_and_loop(config, redis_client) -> None:
         "options": dumps({"queue": "low", "args": []}), "paused": "0",
         "lf": str(int(now.timestamp()) - 120), "nf": str(int(now.timestamp()) + 180)})
     redis_client.lpush(keys.loop_history(LID), dumps([int(now.timestamp()) - 120, "f" * 24]))
+    for ago_s, processed in ((1800, 120300), (900, 120320), (0, 120345)):  # history snapshots
+        redis_client.xadd(keys.HISTORY_METRICS, {
+            "processed": processed, "failures": 12, "enqueued": 4, "retries": 2, "dead": 1,
+            "scheduled": 1, "busy": 1}, id=f"{int((now.timestamp() - ago_s) * 1000)}-0")
 
 
 def shape(value, key: str | None = None):

@@ -11,6 +11,7 @@ from .cron import configured_entries
 from .errors import ConfigurationError, WurkError
 from .joblog import configure_logging
 from .registry import CLI_IMPORT_HINT, REGISTRY
+from .sizing import with_environment
 from . import runner
 
 
@@ -37,10 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds between heartbeats (default 10)")
     parser.add_argument("--reaper-interval", type=float, default=60,
                         help="seconds between sweeps for jobs of dead processes (default 60)")
-    parser.add_argument("-p", "--processes", type=int, default=1,
-                        help="worker processes to fork (default 1: no supervisor)")
+    parser.add_argument("-p", "--processes", metavar="N|auto", default=None,
+                        help="worker processes to fork, or 'auto': one per usable CPU "
+                             "(default $WURK_COUNT, $SIDEKIQ_COUNT, else 1: no supervisor)")
     parser.add_argument("--max-memory-mb", type=float, default=None,
-                        help="replace a worker process whose memory grows past this")
+                        help="replace a worker process whose memory grows past this "
+                             "(default $WURK_MAXMEM_MB, $SIDEKIQ_MAXMEM_MB)")
     parser.add_argument("--cron-tick", type=float, default=60,
                         help="seconds between the leader's cron ticks (default 60)")
     parser.add_argument("--cron-tz", default="",
@@ -59,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "supervisor's children on the port plus their slot number)")
     parser.add_argument("--metrics-address", default="0.0.0.0",
                         help="address the metrics port listens on (default 0.0.0.0)")
+    parser.add_argument("--health-port", type=int, default=None,
+                        help="answer GET /live and GET /ready on this port (orchestrator "
+                             "probes; a supervisor answers for all of its processes)")
+    parser.add_argument("--health-address", default="0.0.0.0",
+                        help="address the health port listens on (default 0.0.0.0)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                         default=None, help="log level (default info; warning hides the "
@@ -77,7 +85,8 @@ FLAG_FIELDS = {
     "leader_ttl": "leader_ttl_s", "leader_renew": "leader_renew_s",
     "leader_retry": "leader_retry_s", "timestamp_format": "timestamp_format",
     "redis_url": "redis_url", "tag": "tag", "metrics_port": "metrics_port",
-    "metrics_address": "metrics_address",
+    "metrics_address": "metrics_address", "health_port": "health_port",
+    "health_address": "health_address",
 }
 PROCESS_FLAGS = {"processes": "processes", "max_memory_mb": "max_memory_mb",
                  "log_format": "log_format"}
@@ -94,7 +103,16 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 
 def process_options(args: argparse.Namespace) -> ProcessOptions:
-    return ProcessOptions(**{field: getattr(args, dest) for dest, field in PROCESS_FLAGS.items()})
+    """The flags, else the environment (WURK_COUNT, SIDEKIQ_COUNT, WURK_MAXMEM_MB, ...)."""
+    values, labels = {}, {}
+    for dest, field in PROCESS_FLAGS.items():
+        if getattr(args, dest) is not None:
+            values[field], labels[field] = getattr(args, dest), "--" + dest.replace("_", "-")
+    try:
+        with_environment(values, labels)
+        return ProcessOptions(**values)
+    except ConfigurationError as exc:
+        raise exc.renamed(labels.get(exc.field, exc.field)) from None
 
 
 def flag_error(exc: ConfigurationError, args: argparse.Namespace) -> ConfigurationError:
@@ -110,8 +128,8 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         process = process_options(args)
-    except ConfigurationError as exc:
-        print(f"wurk: {flag_error(exc, args)}", file=sys.stderr)
+    except ConfigurationError as exc:  # told with its flag or variable already
+        print(f"wurk: {exc}", file=sys.stderr)
         return 1
     level = logging.DEBUG if args.verbose else getattr(logging, (args.log_level or "info").upper())
     configure_logging(level, process.log_format, args.logfile)
@@ -125,7 +143,8 @@ def main(argv=None) -> int:
         config = config_from_args(args)
         configured_entries(config)  # a bad loop fails here, before any process forks
         return runner.serve(config, processes=process.processes,
-                            max_memory_mb=process.max_memory_mb)
+                            max_memory_mb=process.max_memory_mb,
+                            sizing_note=process.sizing_note)
     except ConfigurationError as exc:
         print(f"wurk: {flag_error(exc, args)}", file=sys.stderr)
         return 1

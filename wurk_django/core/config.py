@@ -8,6 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from . import sizing
 from . import validation as check
 from .cron_entry import check_entry, entry_label
 from .cron_schedule import zone_for
@@ -197,11 +198,16 @@ class Config:
     statsd_options: Any = None  # (klass, job, queue) -> {"tags": [...], "sample_rate": r}
     opentelemetry: bool = False
     retain_history_s: float | None = None  # seconds between history snapshots; None: off
+    # The worker's health probes (core/health_port.py), GET /live and /ready; None: off.
+    health_port: int | None = None
+    health_address: str = "0.0.0.0"
 
     def __post_init__(self):
         set_ = object.__setattr__
         set_(self, "_sealed", False)
         self._check_numbers()
+        check.listen_port("health_port", self.health_port)
+        check.listen_address("health_address", self.health_address)
         check.one_of("on_complex_arguments", self.on_complex_arguments, ("raise", "warn", False),
                      "'raise', 'warn' or False")
         check.one_of("fetch", self.fetch, FETCH_MODES, f"one of {FETCH_MODES}")
@@ -376,15 +382,18 @@ LOG_FORMATS = ("text", "json")
 
 @dataclass(frozen=True)
 class ProcessOptions:
-    """How a worker command runs its processes: how many to fork, the memory past which
-    one is replaced, and the log line format."""
+    """How a worker command runs its processes: how many to fork (a number, a fraction
+    rounded half up, or "auto": one per usable CPU, core/sizing.py), the memory past
+    which one is replaced, and the log line format."""
 
-    processes: int = 1
+    processes: int | float | str = 1
     max_memory_mb: float | None = None
     log_format: str = "text"
 
     def __post_init__(self):
-        check.whole("processes", self.processes, 1)
+        count, note = sizing.process_count(self.processes)
+        object.__setattr__(self, "processes", count)
+        object.__setattr__(self, "sizing_note", note)  # how the count was reached, or ""
         # 0 or less would replace every child as soon as it starts, forever.
         check.number("max_memory_mb", self.max_memory_mb, positive=True, optional=True,
                      unit="megabytes")

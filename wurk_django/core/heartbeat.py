@@ -48,6 +48,18 @@ class Heartbeat:
         self._loop = TimerLoop("wurk-heartbeat", self.config.heartbeat_interval_s, self.beat)
         self._rtt_readings: list[int] = []
         self._outage = OutageLog("heartbeat", self.config, "heartbeat")
+        # Monotonic time the last beat that reached Redis ended (health probes read it).
+        self.last_success: float | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the beating thread is alive (the first beat runs on the caller's)."""
+        return self._loop.running
+
+    @property
+    def in_outage(self) -> bool:
+        """Whether the last beat failed to reach Redis."""
+        return self._outage.in_outage
 
     def start(self) -> None:
         """Beat once now (so the process shows up at once), then every interval."""
@@ -69,6 +81,7 @@ class Heartbeat:
         except REDIS_ERRORS as exc:
             self._outage.failed(exc, since=started)
             return
+        self.last_success = time.monotonic()
         self._outage.succeeded()
         if not existed:
             self.config.fire_event("heartbeat")

@@ -328,6 +328,38 @@ def stop_logging() -> None:
 atexit.register(stop_logging)
 
 
+def reopen_log_files() -> int:
+    """Reopen every log file this process writes, for USR2 after logrotate has moved
+    them: Wurk's `--logfile` and each `logging.FileHandler` of the application's loggers
+    (Sidekiq reopens every file it has open for appending). Returns how many."""
+    handlers = {id(handler): handler for handler in _file_handlers()}
+    return sum(_reopen(handler) for handler in handlers.values())
+
+
+def _file_handlers():
+    if _writer is not None and isinstance(_writer.handler, logging.FileHandler):
+        yield _writer.handler
+    loggers = [logging.getLogger(), *(item for item in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(item, logging.Logger))]
+    for each in loggers:
+        yield from (h for h in each.handlers if isinstance(h, logging.FileHandler))
+
+
+def _reopen(handler: logging.FileHandler) -> bool:
+    with handler.lock:  # the writer thread writes under it
+        old = handler.stream
+        if old is None:
+            return False  # opened lazily (delay=True): its first line opens the new file
+        try:
+            handler.stream = handler._open()
+        except OSError as exc:
+            sys.stderr.write(f"wurk: could not reopen {handler.baseFilename}: {exc}; "
+                             f"still writing to the old file\n")
+            return False
+        old.close()
+        return True
+
+
 def configure_logging(level: int = logging.INFO, fmt: str = "text",
                       logfile: str | None = None) -> logging.Handler:
     """Give a worker process's `wurk` logger its own handler, in Wurk's format.

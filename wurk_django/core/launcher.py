@@ -10,6 +10,7 @@ from .client import Client
 from .cron import CronDriver
 from .features import install as install_features
 from .fetch.reaper import Reaper
+from .health_port import for_launcher as health_for
 from .heartbeat import Heartbeat
 from .history import HistorySnapshot
 from .identity import hostname, process_identity
@@ -72,6 +73,7 @@ class Launcher:
             metrics=self.metrics, work=self.work_state.snapshot,
             is_quiet=lambda: self.quieting, on_signal=self.signal)
         self.stopping = False
+        self.health = health_for(self)  # the health port (or a supervisor's board), if any
         self.stopped = threading.Event()
         # Signals (OS or remote) waiting for the main thread; see `signal()`.
         self.pending_signals: collections.deque[str] = collections.deque()
@@ -102,6 +104,8 @@ class Launcher:
         if self.metrics_port is not None:
             self.metrics_port.start()
         self.heartbeat.start()
+        if self.health is not None:
+            self.health.start()
         # Quiet does not stand a leader down: a quiet process keeps enqueueing cron jobs.
         self.leader.start()
         self.cron.start(register_loops=not self.config.embedded)
@@ -157,6 +161,8 @@ class Launcher:
         self.leader.stop()
         self.heartbeat.stop()
         self.heartbeat.clear()
+        if self.health is not None:
+            self.health.stop()  # last: probes saw "stopping" for the whole drain
         self._flush_metrics()
         self.config.fire_event("exit", reverse=True)
         self.stopped.set()

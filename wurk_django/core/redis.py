@@ -14,6 +14,7 @@ from redis.backoff import NoBackoff
 from redis.client import Pipeline as _RedisPipeline
 from redis.retry import Retry
 
+from . import sentinel
 from .errors import (RedisCommandError, RedisFailure, RedisUnavailableError,
                      ScriptMissingError, WrongTypeError)
 
@@ -28,7 +29,7 @@ REDIS_ERRORS = (RedisFailure,)
 # Replies after a fail-over: the write was refused, so sending it again is safe. A
 # pipeline prefixes the reply with "Command # n (...) of pipeline caused error: ".
 _FAILOVER_REPLY = re.compile(r"(?:^|caused error: )(?:READONLY|NOREPLICAS|UNBLOCKED)\b")
-_QUERY_PASSWORD = re.compile(r"(?<=[?&]password=)[^&]*")
+_QUERY_PASSWORD = re.compile(r"(?:(?<=[?&]password=)|(?<=[?&]sentinel_password=))[^&]*")
 
 
 def mask_url(url: str) -> str:
@@ -55,6 +56,8 @@ class RedisConnection:
 
     redis-py retries every command on a dropped connection by default, which would
     send a push twice; the pool is built with retries off and `read()` opts back in.
+    A `redis+sentinel://` URL gets a pool whose sockets follow the master the Sentinels
+    name (core/sentinel.py).
     """
 
     def __init__(self, url: str, *, pool_size: int = 20, socket_timeout_s: float = 5.0,
@@ -63,9 +66,15 @@ class RedisConnection:
         self.masked_url = mask_url(url)
         options.setdefault("socket_connect_timeout", socket_timeout_s)
         options.setdefault("health_check_interval", 0)
-        self.pool = redis.BlockingConnectionPool.from_url(
-            url, max_connections=pool_size, timeout=socket_timeout_s,
-            socket_timeout=socket_timeout_s, retry=Retry(NoBackoff(), 0), **options)
+        self.sentinel = sentinel.is_sentinel_url(url)
+        if self.sentinel:
+            self.pool = sentinel.sentinel_pool(url, options, max_connections=pool_size,
+                                               timeout_s=socket_timeout_s,
+                                               socket_timeout_s=socket_timeout_s)
+        else:
+            self.pool = redis.BlockingConnectionPool.from_url(
+                url, max_connections=pool_size, timeout=socket_timeout_s,
+                socket_timeout=socket_timeout_s, retry=Retry(NoBackoff(), 0), **options)
         self.client = redis.Redis(connection_pool=self.pool)
         self._scripts: dict[str, redis.commands.core.Script] = {}
         self._links: list[DedicatedConnection] = []
@@ -99,13 +108,27 @@ class RedisConnection:
             if not is_failover_error(exc):
                 raise_translated(exc, self.masked_url)
             logger.warning("Redis refused a write during fail-over (%s); reconnecting", exc)
-            # Idle sockets still point at the old primary. Connections other threads are
-            # using are left alone: closing them could fail a write already sent.
-            self.pool.disconnect(inuse_connections=False)
+            self._after_failover()
         try:
             return fn(*args, **kwargs)
         except redis.exceptions.RedisError as exc:
             raise_translated(exc, self.masked_url)
+
+    def _after_failover(self) -> None:
+        """Idle sockets still point at the old primary: close them, the pool's and the
+        batch links'. Sockets other threads are using are left alone: closing them could
+        fail a write already sent. Under Sentinel, ask for the master's address first,
+        so the next connect (and `stale()`) knows where it went."""
+        if self.sentinel:
+            try:
+                self.pool.get_master_address()
+            except redis.exceptions.RedisError:
+                pass  # the write's retry reports what is wrong
+        self.pool.disconnect(inuse_connections=False)
+        with self._links_lock:
+            if self._links_pid == os.getpid():  # after fork(), the parent's: never close
+                for link in self._links:
+                    link.close()  # idle; it reconnects on its next batch
 
     def scan(self, match: str, count: int = 100) -> Iterator[bytes]:
         """SCAN for keys matching a glob; a dropped link mid-scan raises a Wurk error."""
@@ -160,7 +183,12 @@ class RedisConnection:
         kwargs = dict(self.pool.connection_kwargs)
         if socket_timeout_s is not None:
             kwargs["socket_timeout"] = socket_timeout_s
-        return DedicatedConnection(self.pool.connection_class(**kwargs), self.masked_url)
+        stale = None
+        if self.sentinel:
+            self.pool.watch.ensure_running()
+            stale = self.pool.stale
+        return DedicatedConnection(self.pool.connection_class(**kwargs), self.masked_url,
+                                   stale)
 
     def script(self, name: str) -> "Script":
         """Return the Lua script `lua/<name>.lua`; called by SHA, reloaded on NOSCRIPT."""
@@ -184,7 +212,10 @@ class RedisConnection:
         return tuple(int(part) for part in version.split(".") if part.isdigit())
 
     def close(self) -> None:
-        self.pool.disconnect()
+        if self.sentinel:
+            sentinel.close(self.pool)
+        else:
+            self.pool.disconnect()
         with self._links_lock:
             links, self._links = self._links, []
         for link in links:
@@ -316,12 +347,16 @@ class DedicatedConnection:
     socket never falls out of step with the replies.
     """
 
-    def __init__(self, connection, where: str = "Redis"):
+    def __init__(self, connection, where: str = "Redis", stale=None):
         self.connection = connection
         self.where = where  # the masked URL, for error messages
+        # Under Sentinel: whether the socket is open on a server no longer the master.
+        self.stale = stale
 
     def execute(self, commands: list[tuple]) -> list:
         connection, where = self.connection, self.where
+        if self.stale is not None and self.stale(connection):
+            connection.disconnect()  # the next send connects to the master named now
         try:
             connection.send_packed_command([pack_commands(commands)], check_health=False)
             replies = []

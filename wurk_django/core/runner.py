@@ -7,6 +7,7 @@ import signal
 import sys
 
 from .errors import ConfigurationError
+from .joblog import reopen_log_files
 from .launcher import Launcher
 from .redis import REDIS_ERRORS
 from .version import VERSION
@@ -145,18 +146,23 @@ def handle_signal(launcher: Launcher, name: str) -> None:
     elif name in ("TTIN", "INFO"):
         launcher.dump_threads()
     elif name == "USR2":
-        logger.info("Received USR2; no handler is installed for it")
+        reopened = reopen_log_files()
+        logger.info("Received USR2; reopened %d log file%s", reopened,
+                    "" if reopened == 1 else "s")
     else:
         logger.warning("Ignoring unknown signal %s", name)
     sys.stdout.flush()
 
 
 def serve(config, *, processes: int = 1, max_memory_mb: float | None = None,
-          before_fork=()) -> int:
-    """Run one worker here, or a supervisor with `processes` forked workers."""
+          before_fork=(), sizing_note: str = "") -> int:
+    """Run one worker here, or a supervisor with `processes` forked workers;
+    `sizing_note` says how the count was reached ("auto": from which CPUs)."""
     if processes < 1:
         raise ConfigurationError(f"processes must be at least 1, got {processes}")
     if processes == 1 and not max_memory_mb:
+        if sizing_note:
+            logger.info("One worker process (%s)", sizing_note)
         return run(config)
     from .supervisor import Supervisor
 
@@ -164,4 +170,4 @@ def serve(config, *, processes: int = 1, max_memory_mb: float | None = None,
         return run(child_config, start_quiet=quiet)
 
     return Supervisor(config, processes, child_main, max_memory_mb=max_memory_mb,
-                      before_fork=before_fork).run()
+                      before_fork=before_fork, sizing_note=sizing_note).run()

@@ -15,8 +15,9 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+from .health_port import SwarmHealthPort
 from .identity import process_nonce
-from .joblog import stop_logging
+from .joblog import reopen_log_files, stop_logging
 from .redis import close_connections
 from .rolling import RollingRestart
 from .timer_loop import TimerLoop
@@ -53,8 +54,9 @@ class Supervisor:
     """Forks and watches `processes` children, each running `child_main(config, quiet)`."""
 
     def __init__(self, config, processes: int, child_main, *, max_memory_mb: float | None = None,
-                 before_fork=()):
+                 before_fork=(), sizing_note: str = ""):
         self.config = config
+        self.sizing_note = sizing_note  # how "auto" counted the processes, for the log
         self.slots = [Slot(index) for index in range(processes)]
         self.child_main = child_main
         self.max_memory_bytes = int(max_memory_mb * 1024 * 1024) if max_memory_mb else None
@@ -68,6 +70,9 @@ class Supervisor:
         os.set_blocking(self._write_fd, False)
         self._ready_fds: dict[int, int] = {}  # child pid -> read end of its readiness pipe
         self._last_memory_check = time.monotonic()
+        # The health port answers for every child; bound here, so a port in use fails
+        # the boot before any fork.
+        self.health = SwarmHealthPort(self, config) if config.health_port is not None else None
 
     # --- signals ------------------------------------------------------------------
 
@@ -124,8 +129,10 @@ class Supervisor:
     def run(self) -> int:
         process_nonce()  # made before fork(), so every child shares it (see identity.py)
         self._install_signals()
-        logger.info("Wurk supervisor %d starting %d worker processes", os.getpid(),
-                    len(self.slots))
+        logger.info("Wurk supervisor %d starting %d worker processes%s", os.getpid(),
+                    len(self.slots), f" ({self.sizing_note})" if self.sizing_note else "")
+        if self.health is not None:
+            self.health.start()
         for slot in self.slots:
             self.fork(slot)
         while not self.stopping:
@@ -154,6 +161,9 @@ class Supervisor:
                             len(self.slots))
                 self.rolling.request_all()
             elif name == "USR2":
+                reopened = reopen_log_files()  # the parent writes to the same files
+                logger.info("Supervisor received USR2; reopened %d log file%s, relaying",
+                            reopened, "" if reopened == 1 else "s")
                 self.relay(signal.SIGUSR2)
             elif name == "TTIN":
                 self.relay(signal.SIGTTIN)
@@ -184,6 +194,7 @@ class Supervisor:
         for hook in self.before_fork:
             hook()
         parent = os.getpid()
+        entry = self.health.take_entry() if self.health is not None else None
         ready_read, ready_write = os.pipe()
         # Signals stay blocked across fork(): the child must not run the parent's handler
         # (its pipe is about to close), and it unblocks them only once the worker has
@@ -199,7 +210,9 @@ class Supervisor:
             self._schedule_restart(slot, was_ready=False)
             return None
         if pid == 0:
-            self._become_child(parent, ready_write, slot.index)
+            self._become_child(parent, ready_write, slot.index, entry)
+        if self.health is not None:
+            self.health.child_started(pid, entry)
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         os.close(ready_write)
         os.set_blocking(ready_read, False)
@@ -208,7 +221,8 @@ class Supervisor:
         logger.info("Started worker process %d in slot %d", pid, slot.index)
         return pid
 
-    def _become_child(self, parent: int, ready_fd: int, slot_index: int) -> None:
+    def _become_child(self, parent: int, ready_fd: int, slot_index: int,
+                      health_entry: int | None = None) -> None:
         """Runs in the child: never returns."""
         status = 1
         try:
@@ -220,6 +234,8 @@ class Supervisor:
                 signal.signal(number, signal.SIG_DFL)
             signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # rolling restarts are the parent's
             _die_with_parent(parent)
+            if self.health is not None:
+                self.health.in_child(health_entry)
             os.set_blocking(ready_fd, False)
             # A copy: the parent's config takes no hooks. The slot offsets the metrics port.
             config = self.config.replace(process_slot=slot_index)
@@ -263,6 +279,8 @@ class Supervisor:
             return None
         self._read_readiness(pid)
         self._close_readiness(pid)
+        if self.health is not None:
+            self.health.child_gone(pid)
         if status is None:
             return "an unknown status (already reaped)"
         if os.WIFSIGNALED(status):
@@ -328,6 +346,8 @@ class Supervisor:
                 if slot.pid and self._exited(slot.pid) is not None:
                     slot.pid = None
         logger.info("Supervisor %d: every worker process has stopped", os.getpid())
+        if self.health is not None:
+            self.health.stop()
         return 0
 
     def _reap_killed(self) -> None:

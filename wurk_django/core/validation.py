@@ -12,7 +12,7 @@ from typing import Mapping
 
 from .errors import ConfigurationError, JobArgumentError
 
-REDIS_SCHEMES = ("redis", "rediss", "unix")
+REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel")
 # redis-py connection options that Wurk sets itself, with what to use instead.
 WURK_OWNED_REDIS_OPTIONS = {
     "max_connections": "set redis_pool_size (WURK['REDIS_POOL_SIZE']) instead",
@@ -61,6 +61,25 @@ def names(name: str, value) -> tuple:
     return tuple(value)
 
 
+MAX_PORT = 65_535
+
+
+def listen_port(name: str, value):
+    """A TCP port to listen on, 1 to 65535, or None (off)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or not 1 <= value <= MAX_PORT):
+        raise ConfigurationError(f"{name} must be a port number from 1 to {MAX_PORT}, got "
+                                 f"{value!r}", field=name)
+    return value
+
+
+def listen_address(name: str, value):
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"{name} must be an address to listen on, such as '0.0.0.0' "
+                                 f"or '127.0.0.1', got {value!r}", field=name)
+    return value
+
+
 @contextlib.contextmanager
 def blame(field: str):
     """Attribute any ConfigurationError or JobArgumentError raised inside to `field`."""
@@ -75,14 +94,19 @@ def blame(field: str):
 
 
 def redis_url(url) -> str:
-    """A redis://, rediss:// or unix:// URL (the password masked in any error)."""
+    """A redis://, rediss:// or unix:// URL, or a redis+sentinel:// one naming Sentinels
+    and a master (the password masked in any error)."""
     if not isinstance(url, str) or not url:
         raise ConfigurationError("redis_url must be a non-empty string", field="redis_url")
     scheme, separator, _ = url.partition("://")
     if not separator or scheme.lower() not in REDIS_SCHEMES:
         from .redis import mask_url
         raise ConfigurationError(f"redis_url must be a redis://, rediss:// or unix:// URL, "
-                                 f"got {mask_url(url)!r:.200}", field="redis_url")
+                                 f"got {mask_url(url)!r:.200} (for Sentinel: "
+                                 f"redis+sentinel://host:26379,.../master)", field="redis_url")
+    if scheme.lower().endswith("+sentinel"):
+        from .sentinel import parse_url
+        parse_url(url)
     return url
 
 
@@ -114,9 +138,12 @@ def _redis_option_names(scheme: str) -> list[str]:
     from redis import connection
     classes = [connection.AbstractConnection]
     classes += {"unix": [connection.UnixDomainSocketConnection],
-                "rediss": [connection.Connection, connection.SSLConnection]}.get(
+                "rediss": [connection.Connection, connection.SSLConnection],
+                "rediss+sentinel": [connection.Connection, connection.SSLConnection]}.get(
         scheme, [connection.Connection])
     found = {"connection_class"}
+    if scheme.endswith("+sentinel"):
+        found.add("sentinel_kwargs")  # the Sentinels' own connection options, whole
     for cls in classes:
         for parameter in inspect.signature(cls.__init__).parameters.values():
             if parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL):

@@ -19,6 +19,7 @@ export const NAV: { path: string; label: string; feature?: Feature }[] = [
   { path: "scheduled", label: "Scheduled" },
   { path: "dead", label: "Dead" },
   { path: "metrics", label: "Metrics", feature: "metrics" },
+  { path: "history", label: "History" },
   { path: "periodic", label: "Periodic", feature: "periodic" },
   { path: "batches", label: "Batches", feature: "batches" },
   { path: "limiters", label: "Limiters", feature: "limiters" },

@@ -16,7 +16,8 @@ LOG_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.
 # Flags that override a Config field; errors about the field then name the flag.
 FLAG_FIELDS = {"concurrency": "concurrency", "timeout": "shutdown_timeout_s", "tag": "tag",
                "timestamp_format": "timestamp_format", "queue": "queues", "label": "labels",
-               "metrics_port": "metrics_port", "metrics_address": "metrics_address"}
+               "metrics_port": "metrics_port", "metrics_address": "metrics_address",
+               "health_port": "health_port", "health_address": "health_address"}
 PROCESS_FLAGS = ("processes", "max_memory_mb", "log_format")  # WURK's keys otherwise
 
 
@@ -31,8 +32,9 @@ class Command(BaseCommand):
                             help="seconds running jobs get to finish at shutdown")
         parser.add_argument("-g", "--tag", help="a tag shown beside this process")
         parser.add_argument("--label", action="append", help="a process label; repeatable")
-        parser.add_argument("-p", "--processes", type=int,
-                            help="fork this many worker processes (default WURK['PROCESSES'], 1)")
+        parser.add_argument("-p", "--processes", metavar="N|auto",
+                            help="fork this many worker processes, or 'auto': one per usable "
+                                 "CPU (default WURK['PROCESSES'], $WURK_COUNT, else 1)")
         parser.add_argument("--max-memory-mb", type=float,
                             help="gracefully replace a worker process that grows past this")
         parser.add_argument("--timestamp-format", choices=("ms", "float"),
@@ -43,6 +45,11 @@ class Command(BaseCommand):
                                  "(default WURK['METRICS_PORT']; children: port + slot)")
         parser.add_argument("--metrics-address",
                             help="address the metrics port listens on (default 0.0.0.0)")
+        parser.add_argument("--health-port", type=int,
+                            help="answer GET /live and GET /ready on this port (default "
+                                 "WURK['HEALTH_PORT']; a supervisor answers for all)")
+        parser.add_argument("--health-address",
+                            help="address the health port listens on (default 0.0.0.0)")
         parser.add_argument("--logfile", help="log to this file instead of stdout")
         parser.add_argument("--log-format", choices=("text", "json"),
                             help="log line format (default text, or WURK['LOG_FORMAT'])")
@@ -67,6 +74,7 @@ class Command(BaseCommand):
         try:
             status = runner.serve(config, processes=process.processes,
                                   max_memory_mb=process.max_memory_mb,
+                                  sizing_note=process.sizing_note,
                                   before_fork=[connections.close_all])
         except WurkError as exc:
             raise CommandError(f"wurk_worker: {exc}") from None
