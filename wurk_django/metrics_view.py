@@ -34,9 +34,8 @@ def _allowed_address(request, networks: tuple) -> bool:
         address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
     except ValueError:
         return False
-    if getattr(address, "ipv4_mapped", None):
-        address = address.ipv4_mapped
-    return any(address in network for network in networks)
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:10.0.0.1 is 10.0.0.1
+    return any((mapped or address) in network for network in networks)
 
 
 def _has_token(request, token: str) -> bool:

@@ -20,10 +20,11 @@ FIELDS = ("processed", "failures", "enqueued", "retries", "dead", "scheduled", "
 
 def snapshot_fields(snapshot: ClusterSnapshot) -> dict[str, int]:
     """The stream entry for a snapshot; a number whose key held another type is left out."""
-    values = {"processed": snapshot.processed, "failures": snapshot.failed,
-              "enqueued": snapshot.enqueued, "retries": snapshot.retries,
-              "dead": snapshot.dead, "scheduled": snapshot.scheduled, "busy": snapshot.busy}
-    return {name: values[name] for name in FIELDS if values[name] is not None}
+    values: dict[str, int | None] = {"processed": snapshot.processed, "failures": snapshot.failed,
+                                     "enqueued": snapshot.enqueued, "retries": snapshot.retries,
+                                     "dead": snapshot.dead, "scheduled": snapshot.scheduled,
+                                     "busy": snapshot.busy}
+    return {name: value for name in FIELDS if (value := values[name]) is not None}
 
 
 class HistorySnapshot:

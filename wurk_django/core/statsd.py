@@ -90,9 +90,9 @@ def _adapted(client):
 
 def _emit(method: str, client, metric: str, value, tags, sample_rate) -> None:
     try:
-        send = getattr(client, method, None)
-        if send is None and method == "distribution":
-            send = client.histogram  # DogStatsd before distributions; other clients
+        # A client without distributions (DogStatsd before them) gets a histogram.
+        fallback = "histogram" if method == "distribution" else method
+        send = getattr(client, method, None) or getattr(client, fallback)
         send(PREFIX + metric, value, tags=tags, sample_rate=sample_rate)
     except Exception as exc:  # noqa: BLE001 - a metric must never fail a job
         _notices.warn("statsd %s %s failed: %s: %s", method, PREFIX + metric,

@@ -45,7 +45,7 @@ def tracer():
 
 
 def _attributes(job: dict, queue: str, operation: str) -> dict:
-    attributes = {
+    attributes: dict[str, str | int] = {
         "messaging.system": SYSTEM,
         "messaging.operation.type": operation,
         "messaging.operation.name": operation,
