@@ -189,3 +189,15 @@ def test_reclaims_and_poison_pills_are_counted(listener, redis_url, redis_client
     assert "sidekiq.jobs.recovered.fetch:1|c|#class:Fine,queue:default" in lines
     assert "sidekiq.jobs.poison:1|c|#class:Pill,queue:default" in lines
     assert redis_client.zcard(keys.DEAD) == 1
+
+
+def test_a_new_batch_is_counted_once(listener, redis_url, config):
+    from wurk_django.core.batch import Batch
+    counted = Config(redis_url=redis_url, statsd=statsd_client)
+    with Batch(description="import", config=counted) as batch:
+        Client(counted).push({"class": "Charge", "args": [1]})
+    with Batch(batch.bid, config=counted):  # reopened: not a new batch
+        Client(counted).push({"class": "Charge", "args": [2]})
+
+    lines = listener.wait_for("sidekiq.batch.created")
+    assert lines.count("sidekiq.batch.created:1|c") == 1

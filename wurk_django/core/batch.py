@@ -25,7 +25,7 @@ import time
 from datetime import timedelta
 from typing import Self
 
-from . import keys, testing_modes
+from . import keys, statsd, testing_modes
 from .batch_push import BLOCK, RUNNING, Frame, empty_job, release_command, write
 from .batch_redis import batch_keys, call, script_command
 from .batch_status import DEFAULT_CALLBACK_QUEUE, BatchStatus, decode
@@ -409,6 +409,8 @@ class Batch:
         # 0: a batch with this bid existed already (a workflow step started twice); its
         # jobs were not pushed again.
         self._flushed, self.parent_bid = True, frame.parent_bid
+        if answer == 1:
+            statsd.increment(self.config, "batch.created")
 
     def _reopen(self) -> None:
         self._flushed = True
