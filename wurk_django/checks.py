@@ -38,7 +38,8 @@ def check_settings(app_configs=None, **kwargs):
     problems += _check_embedded(parsed, config) + _check_loops(config)
     if any(p.is_serious() for p in problems):
         return problems
-    return problems + _check_routable(config) + _check_redis(parsed, config)
+    return (problems + _check_routable(config) + _check_probes()
+            + _check_redis(parsed, config))
 
 
 def _setting_error(exc: ConfigurationError, key: str | None = None) -> Error:
@@ -79,6 +80,19 @@ def _check_routable(config) -> list:
     return [Warning(f"Queue name {name!r} has characters the Sidekiq web UI cannot route.",
                     hint=f"Use only letters, digits and {ROUTABLE_QUEUE.pattern[4:-3]}.",
                     id="wurk.W002") for name in config.unroutable_queues()]
+
+
+PROBE_MIDDLEWARE = "wurk_django.probes.ProbeMiddleware"
+
+
+def _check_probes() -> list:
+    """PROBES paths with no middleware to answer them would answer 404, or a login page."""
+    from django.conf import settings
+    if not conf.probe_settings().enabled or PROBE_MIDDLEWARE in settings.MIDDLEWARE:
+        return []
+    return [Warning(f"WURK['PROBES'] names probe paths, but {PROBE_MIDDLEWARE} is not in "
+                    f"MIDDLEWARE, so nothing answers them.",
+                    hint=f"Put {PROBE_MIDDLEWARE!r} first in MIDDLEWARE.", id="wurk.W003")]
 
 
 def _check_redis(parsed, config) -> list:

@@ -69,7 +69,7 @@ KEY_OF_FIELD = {field: key for key, field in FIELDS.items()}
 CRON_ENTRY = re.compile(r"^cron entry (\d+)")  # how the core names an item of cron_entries
 # Keys of the Django layer itself (no Config field).
 OTHER_KEYS = {"REDIS_URL", "CACHE_ALIAS", "DASHBOARD", "EMBEDDED", "TRANSACTIONAL",
-              "RESULT_TTL", "METRICS", *PROCESS_KEYS}
+              "RESULT_TTL", "METRICS", "PROBES", *PROCESS_KEYS}
 KNOWN_KEYS = set(FIELDS) | OTHER_KEYS
 
 
@@ -194,6 +194,7 @@ def read_settings(wurk: Mapping | None = None) -> WurkSettings:
     options.setdefault("tag", project_dir().name)
     result_ttl_s(wurk)
     metrics_endpoint(wurk)
+    probe_settings(wurk)
     process_options(wurk)
     return WurkSettings(options, labels, transactional=transactional_setting(wurk),
                         project_redis=url == PROJECT_REDIS_URL,
@@ -381,3 +382,67 @@ def metrics_endpoint(wurk: Mapping | None = None) -> MetricsEndpoint:
     except ValueError as exc:
         raise SettingError(f"WURK['METRICS']['ALLOW_IPS']: {exc}", "METRICS") from None
     return MetricsEndpoint(token=token, allow_ips=allowed)
+
+
+# --- the web app's health probes (WURK["PROBES"], wurk_django/probes.py) ----------------
+
+PROBE_KEYS = {"LIVENESS_PATH", "READINESS_PATH", "TIMEOUT"}
+DEFAULT_PROBE_TIMEOUT_S = 1.0  # Kubernetes' own default probe timeout
+MAX_PROBE_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """The paths ProbeMiddleware answers (None: that probe is off) and how long the
+    readiness probe waits for Redis."""
+
+    liveness_path: str | None = None
+    readiness_path: str | None = None
+    timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
+
+    @property
+    def enabled(self) -> bool:
+        return self.liveness_path is not None or self.readiness_path is not None
+
+
+def raw_wurk_setting():
+    """`settings.WURK` as it is, unparsed: the probes re-read theirs only when it changes."""
+    return getattr(settings, "WURK", None)
+
+
+def probe_settings(wurk: Mapping | None = None) -> ProbeSettings:
+    """Read WURK["PROBES"]: {"LIVENESS_PATH": "/-/live", "READINESS_PATH": "/-/ready",
+    "TIMEOUT": 1.0}; off (no paths) by default."""
+    wurk = wurk_settings() if wurk is None else wurk
+    options = wurk.get("PROBES") or {}
+    if not isinstance(options, Mapping) or set(options) - PROBE_KEYS:
+        raise SettingError(f"WURK['PROBES'] must be a dict with LIVENESS_PATH, READINESS_PATH "
+                           f"and/or TIMEOUT, got {options!r:.200}", "PROBES")
+    paths = {}
+    for key in ("LIVENESS_PATH", "READINESS_PATH"):
+        path = options.get(key)
+        if path is not None and (not isinstance(path, str) or not path.startswith("/")):
+            raise SettingError(f"WURK['PROBES']['{key}'] must be a path starting with '/', "
+                               f"such as '/-/ready', got {path!r}", "PROBES")
+        paths[key] = path
+    if paths["LIVENESS_PATH"] is not None and paths["LIVENESS_PATH"] == paths["READINESS_PATH"]:
+        raise SettingError("WURK['PROBES']: LIVENESS_PATH and READINESS_PATH must differ",
+                           "PROBES")
+    timeout = options.get("TIMEOUT", DEFAULT_PROBE_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or not 0 < timeout <= MAX_PROBE_TIMEOUT_S:
+        raise SettingError(f"WURK['PROBES']['TIMEOUT'] must be a number of seconds above 0 and "
+                           f"at most {MAX_PROBE_TIMEOUT_S:g}, got {timeout!r}", "PROBES")
+    return ProbeSettings(paths["LIVENESS_PATH"], paths["READINESS_PATH"], float(timeout))
+
+
+def redis_target() -> tuple[str, dict]:
+    """The Redis URL and connection options of the settings, without building a whole
+    Config (the readiness probe's, per request); the project Redis is never started."""
+    from .core import validation
+    wurk = wurk_settings()
+    url, options, _ = redis_settings(wurk)
+    options = {**options, **(wurk.get("REDIS_OPTIONS") or {})}
+    if url == PROJECT_REDIS_URL:
+        url = project_redis_url(start=False)
+    return validation.redis_url(url), validation.redis_options(url, options)

@@ -18,7 +18,8 @@ def django_config():
 
 @pytest.mark.timeout(60)  # before the fix, some of these started a worker that never ended
 @pytest.mark.parametrize("wurk, flags, text", [
-    ({"PROCESSES": "2"}, {}, "WURK['PROCESSES'] must be a whole number >= 1, got '2'"),
+    ({"PROCESSES": "2"}, {}, "WURK['PROCESSES'] must be a whole number >= 1, 'auto' (one "
+                             "per CPU) or a fraction rounded to the nearest count, got '2'"),
     ({"PROCESSES": 0}, {}, "WURK['PROCESSES'] must be a whole number >= 1, got 0"),
     ({"MAX_MEMORY_MB": 0}, {}, "WURK['MAX_MEMORY_MB'] must be > 0 (a number of megabytes)"),
     ({"LOG_FORMAT": "xml"}, {}, "WURK['LOG_FORMAT'] must be 'text' or 'json', got 'xml'"),

@@ -100,6 +100,13 @@ class RedisConnection:
         except redis.exceptions.RedisError as exc:
             raise_translated(exc, self.masked_url)
 
+    def read_once(self, fn: Callable, *args, **kwargs):
+        """Run a read once, with no retry on a dropped link."""
+        try:
+            return fn(*args, **kwargs)
+        except redis.exceptions.RedisError as exc:
+            raise_translated(exc, self.masked_url)
+
     def write(self, fn: Callable, *args, **kwargs):
         """Run a write; retry once only when a fail-over refused it, never on a dropped link."""
         try:
@@ -206,8 +213,10 @@ class RedisConnection:
         """One CONFIG GET value; managed services that forbid CONFIG raise a Wurk error."""
         return self.read(self.client.config_get, name).get(name.encode())
 
-    def server_version(self) -> tuple[int, ...]:
-        info = self.read(self.client.info, "server")
+    def server_version(self, *, retry: bool = True) -> tuple[int, ...]:
+        """The server's version; `retry=False` tries once (a probe answering within its
+        timeout must not wait out a second one)."""
+        info = (self.read if retry else self.read_once)(self.client.info, "server")
         version = str(info.get("valkey_version") or info.get("redis_version") or "0")
         return tuple(int(part) for part in version.split(".") if part.isdigit())
 

@@ -14,7 +14,6 @@ AUTO = "auto"
 # Read in this order; the first one set wins (after the flag and the setting).
 COUNT_VARIABLES = ("WURK_COUNT", "SIDEKIQ_COUNT")
 MAXMEM_VARIABLES = ("WURK_MAXMEM_MB", "SIDEKIQ_MAXMEM_MB")
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 @dataclass(frozen=True)
@@ -35,71 +34,79 @@ def round_half_up(value: float) -> int:
     return math.floor(value + 0.5)
 
 
-def cpu_budget(proc: Path = Path("/proc/self"), cgroup_root: Path = CGROUP_ROOT) -> CpuBudget:
+def cpu_budget(proc: Path = Path("/proc/self")) -> CpuBudget:
     """The CPUs the scheduler lets this process run on, lowered by a cgroup CPU quota
-    (a container's `cpus` / a Kubernetes CPU limit), v2 `cpu.max` or v1 CFS quota."""
+    (a container's `--cpus`, a Kubernetes CPU limit): v2 `cpu.max` or v1 CFS quota."""
     try:
         allowed = len(os.sched_getaffinity(0))
         reason = f"{allowed} CPUs in its affinity mask"
     except (AttributeError, OSError):  # not Linux
         allowed = os.cpu_count() or 1
         reason = f"{allowed} CPUs"
-    quota = cgroup_quota(proc, cgroup_root)
+    quota = cgroup_quota(proc)
     if quota is not None and quota < allowed:
         return CpuBudget(quota, f"a cgroup CPU quota of {quota:g} CPUs ({reason})")
     return CpuBudget(float(allowed), reason)
 
 
-def cgroup_quota(proc: Path = Path("/proc/self"),
-                 cgroup_root: Path = CGROUP_ROOT) -> float | None:
-    """The tightest CPU quota on this process's cgroup or its parents, in CPUs; None if
-    there is none (or no cgroup file system to read)."""
+def cgroup_quota(proc: Path = Path("/proc/self")) -> float | None:
+    """The tightest CPU quota on this process's cgroups or their parents, in CPUs; None
+    if there is none (or no cgroup file system). Mount points come from mountinfo, so a
+    container's, a hybrid v1 + v2 host's or a plain v2 host's layout all read right."""
     try:
-        lines = (proc / "cgroup").read_text().splitlines()
+        memberships = (proc / "cgroup").read_text().splitlines()
+        mounts = (proc / "mountinfo").read_text().splitlines()
     except OSError:
         return None
     quotas = []
-    for line in lines:
+    for line in memberships:
         _, controllers, path = line.split(":", 2)
-        if controllers == "":  # v2: one unified hierarchy
-            quotas += _v2_quotas(cgroup_root, path)
-        elif "cpu" in controllers.split(","):
-            quotas += _v1_quotas(cgroup_root, controllers, path)
+        v2 = controllers == ""  # the unified hierarchy
+        if not v2 and "cpu" not in controllers.split(","):
+            continue
+        for root, point in _cgroup_mounts(mounts, v2):
+            if path == root or path.startswith(root.rstrip("/") + "/"):
+                relative = path[len(root.rstrip("/")):]
+                read = _v2_quota if v2 else _v1_quota
+                quotas += [q for folder in _ancestors(Path(point), relative)
+                           if (q := read(folder)) is not None]
     return min(quotas) if quotas else None
 
 
-def _ancestors(base: Path, path: str) -> list[Path]:
-    """`base/path` and each parent up to `base`: a limit may sit on any of them."""
-    parts = [part for part in path.split("/") if part]
-    return [base.joinpath(*parts[:depth]) for depth in range(len(parts), -1, -1)]
-
-
-def _v2_quotas(root: Path, path: str) -> list[float]:
-    quotas = []
-    for folder in _ancestors(root, path):
-        try:
-            limit, period = (folder / "cpu.max").read_text().split()
-        except (OSError, ValueError):
+def _cgroup_mounts(lines: list[str], v2: bool):
+    """(root inside the hierarchy, mount point) of each cgroup mount holding the CPU
+    controller (v1) or of the unified hierarchy (v2)."""
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, described = left.split(), right.split()
+        if len(fields) < 5 or len(described) < 3:
             continue
-        if limit != "max" and int(period) > 0:
-            quotas.append(int(limit) / int(period))
-    return quotas
+        if (v2 and described[0] == "cgroup2") or (
+                not v2 and described[0] == "cgroup" and "cpu" in described[2].split(",")):
+            yield fields[3], fields[4]
 
 
-def _v1_quotas(root: Path, controllers: str, path: str) -> list[float]:
-    quotas = []
-    for mount in (root / controllers, root / "cpu,cpuacct", root / "cpu"):
-        for folder in _ancestors(mount, path):
-            try:
-                limit = int((folder / "cpu.cfs_quota_us").read_text())
-                period = int((folder / "cpu.cfs_period_us").read_text())
-            except (OSError, ValueError):
-                continue
-            if limit > 0 and period > 0:
-                quotas.append(limit / period)
-        if quotas:
-            break
-    return quotas
+def _ancestors(mount: Path, relative: str) -> list[Path]:
+    """The cgroup's folder and each parent up to the mount: a limit may sit on any."""
+    parts = [part for part in relative.split("/") if part]
+    return [mount.joinpath(*parts[:depth]) for depth in range(len(parts), -1, -1)]
+
+
+def _v2_quota(folder: Path) -> float | None:
+    try:
+        limit, period = (folder / "cpu.max").read_text().split()
+        return None if limit == "max" else int(limit) / int(period)
+    except (OSError, ValueError, ZeroDivisionError):
+        return None
+
+
+def _v1_quota(folder: Path) -> float | None:
+    try:
+        limit = int((folder / "cpu.cfs_quota_us").read_text())
+        period = int((folder / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return limit / period if limit > 0 and period > 0 else None
 
 
 def process_count(value, name: str = "processes") -> tuple[int, str]:
