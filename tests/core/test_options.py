@@ -1,6 +1,7 @@
 """Job options: one table decides what each option is, where it may be given and its type."""
 
 import warnings
+from datetime import timedelta
 
 import pytest
 
@@ -42,9 +43,7 @@ def _queued(redis_client, queue):
 
 # --- guarantees Wurk does not give yet -------------------------------------------------
 
-GUARANTEES = [("encrypt", True, "plaintext"), ("unique_for", 600, "duplicates"),
-              ("unique_until", "success", "duplicates"), ("expires_in", 3600, "never expire"),
-              ("pool", "shard-2", "Redis pool")]
+GUARANTEES = [("pool", "shard-2", "Redis pool"), ("client_class", "X", "client class")]
 
 
 @pytest.mark.parametrize("name, value, consequence", GUARANTEES)
@@ -66,14 +65,47 @@ def test_a_guarantee_option_is_refused_in_set(config, redis_client, name, value,
 
 
 def test_asking_for_no_guarantee_is_fine(config, redis_client):
-    plain.set(encrypt=False, unique_for=None).perform_async(1)
-    assert len(_queued(redis_client, "options-q")) == 1
+    plain.set(encrypt=False, unique_for=None, expires_in=None).perform_async(1)
+    [job] = _queued(redis_client, "options-q")
+    assert (job["encrypt"], job["unique_for"], job["expires_in"]) == (False, False, None)
 
 
 def test_every_unsupported_option_says_what_is_missing():
     unsupported = {name for name, option in OPTIONS.items() if option.kind == UNSUPPORTED}
-    assert {"encrypt", "unique_for", "unique_until", "expires_in"} <= unsupported
+    assert unsupported == {"pool", "client_class"}
     assert all(OPTIONS[name].missing for name in unsupported)
+
+
+# --- the job guarantees' options: checked once, where they are given -------------------
+
+@pytest.mark.parametrize("options, kept", [
+    ({"unique_for": 600}, {"unique_for": 600}),
+    ({"unique_for": timedelta(minutes=10)}, {"unique_for": 600}),
+    ({"unique_for": 0.2}, {"unique_for": 1}),  # Redis's EX takes whole seconds: rounded up
+    ({"unique_for": 60, "unique_until": "start"}, {"unique_for": 60, "unique_until": "start"}),
+    ({"expires_in": timedelta(hours=1)}, {"expires_in": 3600}),
+    ({"expires_in": 0.5}, {"expires_in": 0.5}),
+    ({"encrypt": True}, {"encrypt": True}),
+])
+def test_a_guarantee_option_is_kept_in_its_wire_form(defined, options, kept):
+    task = defined(**options)
+    assert {key: task.job_class.resolved_options[key] for key in kept} == kept
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"unique_for": 0}, "'unique_for' must be more than 0"),
+    ({"unique_for": -5}, "'unique_for' must be more than 0"),
+    ({"unique_for": "10m"}, "'unique_for' must be seconds or a timedelta"),
+    ({"unique_for": True}, "'unique_for' must be seconds or a timedelta"),
+    ({"unique_until": "finish"}, "'unique_until' must be 'success'"),
+    ({"expires_in": 0}, "'expires_in' must be more than 0"),
+    ({"expires_in": float("nan")}, "'expires_in' must be seconds or a timedelta"),
+    ({"encrypt": "yes"}, "'encrypt' must be True or False"),
+    ({"unique_context": "not callable"}, "'unique_context' must be callable"),
+])
+def test_a_bad_guarantee_option_is_refused_where_it_is_given(options, message):
+    with pytest.raises(JobArgumentError, match=message):
+        wurk_task(**options)(lambda: None)
 
 
 # --- custom keys and typos -----------------------------------------------------------

@@ -7,11 +7,22 @@ from .features import COLLECTING, HOOKS, PUSH, intercepted, run_client_hooks
 from .features import install as install_features
 from .options import TRANSIENT_KEYS, check_item, retry_for_seconds
 from .payload import check_args, check_at, dumps, encode_error, new_jid, scheduled_at
-from .redis import RedisConnection, connection_for
+from .encryption import require_key
+from .push_buffer import buffer_for
+from .redis import LUA_DIR, RedisConnection, connection_for
 from .registry import REGISTRY, task_class
 
 DEFAULT_BATCH_SIZE = 1000
 _ENCODE_ERRORS = (TypeError, ValueError, RecursionError)  # UnicodeEncodeError is a ValueError
+
+# A job may carry a claim under this key (a unique job's lock, core/unique.py): it is then
+# written only if it takes the claim's lock, in the same script as the push, so a unique
+# push is still one round trip. The key never reaches Redis. A claim has `key`, `ttl` and
+# `refused(job, holder)`, told when another job holds the lock.
+CLAIM = "_wurk_claim"
+# Sent with EVAL, not EVALSHA: a push replayed after a Redis restart (reliable push) must
+# not meet an empty script cache, and Redis caches the compiled body by its hash anyway.
+_CLAIM_SCRIPT = (LUA_DIR / "unique_push.lua").read_text()
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -82,12 +93,15 @@ class Client:
             dumps(job)
         except _ENCODE_ERRORS as exc:
             raise encode_error(job, exc) from None
+        if job.get("encrypt"):
+            require_key(self.config)  # no key: the push fails here, not at the commit
 
     def _push_now(self, job: dict, origin: str = PUSH) -> str | None:
         job = self.prepare(job, origin)
         if job is None:
             return None
-        self.raw_push([job])
+        if self.raw_push([job]):
+            return None  # refused: another job holds its unique lock
         return job["jid"]
 
     def push_bulk(self, item: dict) -> list[str | None]:
@@ -103,7 +117,7 @@ class Client:
         results: list[str | None] = []
         for start in range(0, len(args_list), batch_size):
             chunk = args_list[start:start + batch_size]
-            jobs = []
+            prepared = []
             created_at = self.config.job_clock()
             for offset, args in enumerate(chunk):
                 job = dict(template)
@@ -114,12 +128,11 @@ class Client:
                     job["created_at"] = created_at
                 if at is not None:
                     job["at"] = at[start + offset] if isinstance(at, list) else at
-                job = self.prepare(job)
-                results.append(None if job is None else job["jid"])
-                if job is not None:
-                    jobs.append(job)
-            if jobs:
-                self.raw_push(jobs)
+                prepared.append(self.prepare(job))
+            jobs = [job for job in prepared if job is not None]
+            refused = self.raw_push(jobs) if jobs else None
+            results += [None if job is None or (refused and job["jid"] in refused)
+                        else job["jid"] for job in prepared]
         return results
 
     @classmethod
@@ -185,36 +198,140 @@ class Client:
             return run_client_hooks(job, self, origin)
         return job
 
-    def raw_push(self, jobs: list[dict]) -> None:
-        """Write prepared jobs in one round trip: their queues, or `schedule`."""
-        if HOOKS.interceptors and intercepted(jobs, self.config):
-            return
-        connection = self.connection
-        if "at" in jobs[0]:
-            members = {}
+    def raw_push(self, jobs: list[dict]) -> set | None:
+        """Write prepared jobs in one round trip: their queues, or `schedule`.
+
+        Returns the jids of the jobs refused because another job holds their unique lock
+        (None when there are none). With reliable push on, a push that finds Redis
+        unreachable is kept in memory and sent later (core/push_buffer.py).
+        """
+        refused = None
+        if HOOKS.interceptors:
+            jobs, refused, taken = self._intercept(jobs)
+            if taken:
+                return refused
+        deliveries = self._deliveries(jobs)
+        if self.config.reliable_push is None:
+            return send(self.connection, deliveries)
+        return buffer_for(self.connection, self.config, send).push(deliveries)
+
+    def _intercept(self, jobs: list[dict]) -> tuple[list[dict], set | None, bool]:
+        """Offer the jobs to the push interceptors: (jobs left, refused jids, taken).
+
+        A batch block collects its jobs (features.COLLECTING, or jobs with a bid): their
+        unique locks are taken first, so it collects only those that go. Otherwise the
+        claims stay for the push's own script, out of the interceptors' sight.
+        """
+        refused = None
+        if not any(CLAIM in job for job in jobs):
+            return jobs, None, intercepted(jobs, self.config)
+        if COLLECTING.get() or any("bid" in job for job in jobs):
+            jobs, refused = self.settle_claims(jobs)
+            return jobs, refused, not jobs or intercepted(jobs, self.config)
+        claims = {id(job): job.pop(CLAIM) for job in jobs if CLAIM in job}
+        if intercepted(jobs, self.config):
+            # Taken over unexpectedly: its locks are still taken, though none can be
+            # refused any more.
             for job in jobs:
-                at = job.pop("at")
-                job.pop("enqueued_at", None)
-                try:
-                    members[dumps(job)] = at
-                except _ENCODE_ERRORS as exc:
-                    raise encode_error(job, exc) from None
-            connection.write(connection.client.zadd, keys.SCHEDULE, members)
-            return
-        enqueued_at = self.config.job_clock()
-        by_queue: dict[str, list[bytes]] = {}
+                if id(job) in claims:
+                    job[CLAIM] = claims[id(job)]
+            return jobs, self.settle_claims(jobs)[1], True
         for job in jobs:
-            job["enqueued_at"] = enqueued_at
+            if id(job) in claims:
+                job[CLAIM] = claims[id(job)]
+        return jobs, refused, False
+
+    def _deliveries(self, jobs: list[dict]) -> list[tuple]:
+        """`(job, payload, queue or None for schedule, score, claim)` for each job."""
+        deliveries = []
+        enqueued_at = None
+        for job in jobs:
+            claim = job.pop(CLAIM, None)
+            at = job.pop("at", None)
+            if at is None:
+                if enqueued_at is None:
+                    enqueued_at = self.config.job_clock()
+                job["enqueued_at"] = enqueued_at
+            else:
+                job.pop("enqueued_at", None)
             try:
                 payload = dumps(job)
             except _ENCODE_ERRORS as exc:
                 raise encode_error(job, exc) from None
-            by_queue.setdefault(job["queue"], []).append(payload)
+            deliveries.append((job, payload, job["queue"] if at is None else None, at, claim))
+        return deliveries
 
-        commands = [("SADD", keys.QUEUES, *by_queue)]
+    def settle_claims(self, jobs: list[dict]) -> tuple[list[dict], set]:
+        """Take the unique locks of claimed jobs now (one round trip) for a path that does
+        not write them through `raw_push`'s script: a push interceptor, perform_inline.
+        Returns the jobs that may go and the jids of those refused."""
+        claimed = [(job, job.pop(CLAIM)) for job in jobs if CLAIM in job]
+        commands = [claim_command(claim, job["jid"], "lock") for job, claim in claimed]
+        connection = self.connection
+        replies = connection.write(connection.execute_batch, commands)
+        refused = set()
+        for (job, claim), reply in zip(claimed, replies):
+            if reply != 1:
+                claim.refused(job, reply)
+                refused.add(job["jid"])
+        return [job for job in jobs if job["jid"] not in refused], refused
+
+
+def claim_command(claim, jid: str, mode: str, payload: bytes = b"", score=0,
+                  queue: str = "") -> tuple:
+    """The script call that takes a claim's lock and, unless `mode` is "lock", writes the
+    job ("queue": to `queue:<queue>`, "schedule": to `schedule` at `score`)."""
+    job_keys: tuple[str, ...]
+    if mode == "queue":
+        job_keys = (claim.key, keys.queue(queue), keys.QUEUES)
+    elif mode == "schedule":
+        job_keys = (claim.key, keys.SCHEDULE)
+    else:
+        job_keys = (claim.key,)
+    return ("EVAL", _CLAIM_SCRIPT, len(job_keys), *job_keys, jid, claim.ttl, mode, payload,
+            score, queue)
+
+
+def delivery_commands(deliveries: list[tuple]) -> tuple[list[tuple], list[tuple[int, int]]]:
+    """The raw commands that write `deliveries`, and `(delivery, reply)` indexes of the
+    claimed ones, whose script replies say whether they went."""
+    commands: list[tuple] = []
+    claimed = []
+    by_queue: dict[str, list[bytes]] = {}
+    scheduled: list = []
+    for index, (job, payload, queue, score, claim) in enumerate(deliveries):
+        if claim is not None:
+            claimed.append((index, len(commands)))
+            mode = "queue" if queue is not None else "schedule"
+            commands.append(claim_command(claim, job["jid"], mode, payload, score or 0,
+                                          queue or ""))
+        elif queue is None:
+            scheduled += (score, payload)
+        else:
+            by_queue.setdefault(queue, []).append(payload)
+    if by_queue:
+        commands.append(("SADD", keys.QUEUES, *by_queue))
         commands += [("LPUSH", keys.queue(queue), *payloads)
                      for queue, payloads in by_queue.items()]
-        connection.write(connection.execute_batch, commands)
+    if scheduled:
+        commands.append(("ZADD", keys.SCHEDULE, *scheduled))
+    return commands, claimed
+
+
+def send(connection: RedisConnection, deliveries: list[tuple]) -> set | None:
+    """Write deliveries in one round trip; the jids refused by their unique locks."""
+    commands, claimed = delivery_commands(deliveries)
+    replies = connection.write(connection.execute_batch, commands)
+    if not claimed:
+        return None
+    refused = set()
+    for index, reply_at in claimed:
+        reply = replies[reply_at]
+        if reply != 1:
+            job, claim = deliveries[index][0], deliveries[index][4]
+            claim.refused(job, reply)
+            refused.add(job["jid"])
+    return refused
 
 
 _default_client: Client | None = None

@@ -189,6 +189,11 @@ class Config:
     cron_entries: tuple = ()
     # "ms" (Sidekiq 8's integer milliseconds) or "float" (seconds, for Sidekiq 6/7 fleets).
     timestamp_format: str = "ms"
+    # Job guarantees. Reliable push: {"buffer": n, "overflow": "drop_oldest" | "raise"}, or
+    # None (off). Encryption: {"active_version": n, "key_resolver": fn or its import path}.
+    reliable_push: Any = None
+    reliable_scheduler: bool = True  # promote due jobs with one script per batch
+    encryption: Any = None
     # Metrics and tracing; core/observability.py checks them and installs what they ask for.
     metrics_port: int | None = None  # this worker's Prometheus port (plus process_slot)
     metrics_address: str = "0.0.0.0"
@@ -222,8 +227,10 @@ class Config:
         set_(self, "labels", frozenset(check.names("labels", self.labels)))
         set_(self, "logged_job_attributes",
              check.names("logged_job_attributes", self.logged_job_attributes))
-        for name in ("verbose", "skip_default_job_logging", "embedded"):
+        for name in ("verbose", "skip_default_job_logging", "embedded", "reliable_scheduler"):
             check.one_of(name, getattr(self, name), (True, False), "True or False")
+        set_(self, "reliable_push", check.reliable_push(self.reliable_push))
+        set_(self, "encryption", check.encryption(self.encryption))
         if not isinstance(self.tag, str):
             raise ConfigurationError(f"tag must be a string, got {self.tag!r}", field="tag")
         set_(self, "default_job_options", self._checked_job_options())

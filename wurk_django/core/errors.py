@@ -79,6 +79,20 @@ class ScriptMissingError(RedisCommandError):
     """Redis does not know a script's SHA (restarted or SCRIPT FLUSH): load it again."""
 
 
+class BufferOverflow(RedisUnavailableError):
+    """Reliable push's buffer is full under OVERFLOW "raise": these pushes were not kept.
+    `payloads` holds every one that was not delivered, as bytes."""
+
+    def __init__(self, message: str = "", *, payloads: list | None = None):
+        super().__init__(message)
+        self.payloads = payloads or []
+
+
+class EncryptionError(WurkError):
+    """A job's encrypted argument cannot be encrypted or decrypted: no key for its
+    version, a key of the wrong size, a tampered ciphertext, or a malformed envelope."""
+
+
 class TestModeAlreadySetError(WurkError):
     """A testing-mode block was opened inside another one."""
 

@@ -126,6 +126,9 @@ HOOKS = Registry()
 # all at start (a payload pushed by Ruby or another process may carry any feature's
 # field), and so does every client (its hooks must see the first push).
 FEATURE_MODULES: tuple[str, ...] = (
+    "wurk_django.core.unique",
+    "wurk_django.core.expiry",
+    "wurk_django.core.encryption",
     "wurk_django.core.batch_server",
 )
 

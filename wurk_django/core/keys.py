@@ -94,6 +94,12 @@ def deploy_lock(label: str) -> str:
     return f"deploylock-{label}"
 
 
+def unique(digest: str) -> str:
+    """A unique job's lock, holding the holder's jid: `unique:<sha256 hex>` (Sidekiq
+    Enterprise's name)."""
+    return f"unique:{digest}"
+
+
 def task_result(jid: str) -> str:
     # Wurk only: Sidekiq has no result store. The django.tasks backend keeps one JSON
     # record per jid here, with a TTL (wurk_django/tasks_backend).

@@ -85,6 +85,44 @@ def retry_for_seconds(value, label: str = "'retry_for'"):
     return int(seconds)
 
 
+def _positive_seconds(value, label: str) -> float:
+    """Seconds from a positive finite number or a timedelta, at most RETRY_FOR_MAX_S."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value):
+        seconds = value
+    else:
+        raise JobArgumentError(f"{label} must be seconds or a timedelta, got {value!r}")
+    if not 0 < seconds <= RETRY_FOR_MAX_S:
+        raise JobArgumentError(f"{label} must be more than 0 and at most {RETRY_FOR_MAX_S} "
+                               f"seconds, got {value!r}")
+    return seconds
+
+
+def unique_seconds(value, label: str):
+    """A unique lock's lifetime in whole seconds (rounded up: Redis's EX takes whole
+    seconds); False or None switches uniqueness off, as `.set(unique_for=False)` does."""
+    if value is None or value is False:
+        return False
+    return math.ceil(_positive_seconds(value, label))
+
+
+def unique_policy(value, label: str):
+    if value not in ("success", "start"):
+        raise JobArgumentError(f"{label} must be 'success' (release the lock when the job "
+                               f"succeeds) or 'start' (when it starts), got {value!r}")
+    return value
+
+
+def expiry_seconds(value, label: str):
+    """Seconds a job may wait before it is skipped; None or False: it never expires."""
+    if value is None or value is False:
+        return None
+    seconds = _positive_seconds(value, label)
+    return int(seconds) if seconds == int(seconds) else seconds
+
+
 def flag_or_count(value, label: str):
     if isinstance(value, bool) or (_is_whole(value) and value >= 0):
         return value
@@ -147,6 +185,8 @@ OPTIONS: dict[str, Option] = {
     "transactional": Option(TRANSIENT, frozenset((TASK, CALL)), transactional),
     "retry_in": Option(TRANSIENT, frozenset((TASK,)), hook),
     "retries_exhausted": Option(TRANSIENT, frozenset((TASK,)), hook),
+    # `unique_context(job)`: what makes two jobs the same for `unique_for` (core/unique.py).
+    "unique_context": Option(TRANSIENT, frozenset((TASK,)), hook),
     # A task's periodic loop (checked with the loops: see cron.task_entries).
     "cron": Option(CRON, frozenset((TASK,))),
     "cron_args": Option(CRON, frozenset((TASK,))),
@@ -155,12 +195,12 @@ OPTIONS: dict[str, Option] = {
     "wait": Option(SCHEDULE, frozenset((CALL,))),
     "wait_until": Option(SCHEDULE, frozenset((CALL,))),
     "at": Option(SCHEDULE, frozenset((CALL,))),
+    # Job guarantees, kept by feature modules (core/unique.py, encryption.py, expiry.py).
+    "encrypt": Option(PAYLOAD, check=boolean),
+    "unique_for": Option(PAYLOAD, check=unique_seconds),
+    "unique_until": Option(PAYLOAD, check=unique_policy),
+    "expires_in": Option(PAYLOAD, check=expiry_seconds),
     # Guarantees not built yet: accepted silently they would be broken promises.
-    "encrypt": Option(UNSUPPORTED, missing="argument encryption (the arguments would be "
-                                           "stored in plaintext)"),
-    "unique_for": Option(UNSUPPORTED, missing="unique jobs (duplicates would be pushed)"),
-    "unique_until": Option(UNSUPPORTED, missing="unique jobs (duplicates would be pushed)"),
-    "expires_in": Option(UNSUPPORTED, missing="job expiry (the job would never expire)"),
     "pool": Option(UNSUPPORTED, missing="Sidekiq's per-job Redis pool (every job goes to "
                                         "the Redis of its Config)"),
     "client_class": Option(UNSUPPORTED, missing="Sidekiq's per-job client class"),

@@ -18,7 +18,7 @@ KILL = "kill"
 DEFAULT = "default"
 
 _JOB_LOGGER = logging.getLogger("wurk.job")
-_HOOKS = ("retry_in", "retries_exhausted")
+_HOOKS = ("retry_in", "retries_exhausted", "unique_context")
 
 
 class Job:
@@ -28,6 +28,7 @@ class Job:
     call_options: ClassVar[dict] = {}  # the task's own `sync` / `transactional`, per call
     retry_in: ClassVar[Callable | None] = None
     retries_exhausted: ClassVar[Callable | None] = None
+    unique_context: ClassVar[Callable | None] = None  # (job) -> what makes jobs duplicates
     # The mark registry.task_class reads: the class itself once concrete, None for a base
     # (Job, and a subclass that sets `_abstract = True` in its own body).
     wurk_task_class: ClassVar[type | None] = None

@@ -6,12 +6,13 @@ import threading
 from typing import Any
 
 from .aio import resolve
-from .client import Client
-from .features import HOOKS
+from .client import CLAIM, Client
+from .features import HOOKS, JobRun, job_hooks_for, run_with_job_hooks
 from .config import get_default_config
 from .errors import ConfigurationError, EmptyQueueError, TestModeAlreadySetError
 from .middleware import Chain
 from .payload import dumps, encode_job, loads
+from .redis import connection_for
 from .registry import REGISTRY
 
 DISABLE = "disable"
@@ -171,7 +172,17 @@ def perform_in_chain(job: dict, config, chain) -> tuple[bool, Any]:
         returned.append(resolve(instance.perform(*job["args"])))
         return True  # perform's own return value must not read as a halt
 
-    ran = bool(chain.invoke(config, (instance, job, job.get("queue")), perform))
+    def run_chain():
+        return chain.invoke(config, (instance, job, job.get("queue")), perform)
+
+    # The features' job hooks wrap the run here as in a worker (decryption, expiry, the
+    # release of a unique lock), so a job behaves alike inline and fetched.
+    hooks = job_hooks_for(job) if HOOKS.job else ()
+    if hooks:
+        run = JobRun(job, dumps(job), job.get("queue"), instance, config, connection_for(config))
+        ran = bool(run_with_job_hooks(hooks, run, run_chain))
+    else:
+        ran = bool(run_chain())
     return ran, returned[0] if ran and returned else None
 
 
@@ -188,6 +199,8 @@ def run_inline(item: dict, config=None) -> Any:
     job = client.prepare(client.normalize(item))
     if job is None:
         return None
+    if CLAIM in job and client.settle_claims([job])[1]:
+        return None  # a unique job whose lock another job holds
     return perform_in_chain(loads(dumps(job)), client.config,
                             client.config.server_middleware)[1]
 

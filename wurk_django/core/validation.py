@@ -150,3 +150,52 @@ def _redis_option_names(scheme: str) -> list[str]:
                 found.add(parameter.name)
     found.discard("self")
     return sorted(found)
+
+
+RELIABLE_PUSH_KEYS = {"buffer", "overflow"}
+OVERFLOW_POLICIES = ("drop_oldest", "raise")
+
+
+def reliable_push(value) -> dict | None:
+    """Reliable push's settings: None or False (off), True (a 1000-job buffer that drops
+    its oldest push when full), or a dict of `buffer` and `overflow`."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        value = {}
+    if not isinstance(value, Mapping) or set(value) - RELIABLE_PUSH_KEYS:
+        raise ConfigurationError(f"reliable_push must be True, False or a dict with 'buffer' "
+                                 f"and/or 'overflow', got {value!r:.100}", field="reliable_push")
+    size = value.get("buffer", 1000)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ConfigurationError(f"reliable_push['buffer'] must be a whole number of jobs "
+                                 f">= 1, got {size!r}", field="reliable_push")
+    overflow = value.get("overflow", "drop_oldest")
+    if overflow not in OVERFLOW_POLICIES:
+        raise ConfigurationError(f"reliable_push['overflow'] must be 'drop_oldest' or "
+                                 f"'raise', got {overflow!r}", field="reliable_push")
+    return {"buffer": size, "overflow": overflow}
+
+
+ENCRYPTION_KEYS = {"active_version", "key_resolver"}
+
+
+def encryption(value) -> dict | None:
+    """Argument encryption's settings: None (off) or a dict of `active_version` (a whole
+    number >= 1) and `key_resolver` (a callable `version -> 32 bytes`, or its import path,
+    imported when first needed)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or set(value) != ENCRYPTION_KEYS:
+        raise ConfigurationError(f"encryption must be a dict with 'active_version' and "
+                                 f"'key_resolver', got {value!r:.100}", field="encryption")
+    version, resolver = value["active_version"], value["key_resolver"]
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ConfigurationError(f"encryption['active_version'] must be a whole number >= 1, "
+                                 f"got {version!r}", field="encryption")
+    dotted = isinstance(resolver, str) and "." in resolver.strip(".")
+    if not (callable(resolver) or dotted):
+        raise ConfigurationError(f"encryption['key_resolver'] must be a function of the key "
+                                 f"version or its import path ('myproject.crypto.key_for'), "
+                                 f"got {resolver!r:.100}", field="encryption")
+    return {"active_version": version, "key_resolver": resolver}

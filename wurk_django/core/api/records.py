@@ -3,7 +3,8 @@
 import time
 from datetime import datetime
 
-from ..payload import decode_backtrace, loads, to_datetime, to_epoch_seconds
+from ..encryption import is_marked
+from ..payload import decode_backtrace, dumps, loads, to_datetime, to_epoch_seconds
 from .base import as_bytes
 
 # The class the django.tasks backend writes; the real task sits in `wrapped`.
@@ -83,11 +84,28 @@ class JobRecord:
         if self.item is None:
             return [self.value]
         args = list(self.raw_args)
-        if self.klass == TASK_WRAPPER:
-            args = _unwrap_task_args(args)
-        elif self.get("encrypt") and args:
+        if self.encrypted:
             args[-1] = ENCRYPTED_PLACEHOLDER
+        elif self.klass == TASK_WRAPPER:
+            args = _unwrap_task_args(args)
         return args
+
+    @property
+    def encrypted(self) -> bool:
+        """Its last argument is sealed: the job says so, or the argument is an envelope
+        (an `encrypt` flag lost on the way must not unveil it)."""
+        args = self.raw_args
+        return bool(args) and (bool(self.get("encrypt")) or is_marked(args[-1]))
+
+    @property
+    def shown_value(self) -> str:
+        """The payload as text for a person to read: `value`, with an encrypted argument
+        shown as the placeholder (never its ciphertext). Not for LREM/ZREM: use `raw`."""
+        if not self.encrypted or self.item is None:
+            return self.value
+        item = dict(self.item)
+        item["args"] = [*self.raw_args[:-1], ENCRYPTED_PLACEHOLDER]
+        return dumps(item).decode("utf-8", "replace")
 
     @property
     def jid(self) -> str | None:

@@ -132,7 +132,7 @@ def job_row(record: JobRecord, key: str, score: float | None = None) -> dict:
         "retry_count": record.retry_count, "retry": _retry_option(record.get("retry")),
         "error_class": _text(record.error_class), "error_message": _text(record.error_message),
         "tags": [_text(tag) for tag in tags], "bid": _text(record.bid),
-        "encrypted": bool(record.get("encrypt")), "parsed": record.parsed,
+        "encrypted": record.encrypted, "parsed": record.parsed,
         "args_preview": args_preview, "args_truncated": args_truncated,
     }
 
@@ -149,7 +149,9 @@ def job_detail(record: JobRecord, key: str, score: float | None = None) -> dict:
     detail.update({
         "retry_options": options,
         "args": record.args if record.parsed else None,
-        "raw": raw_text(record),
+        # Shown, not sent back: actions name the job by its key, so an encrypted
+        # argument can be shown as "[encrypted data]" here too.
+        "raw": record.shown_value if record.encrypted else raw_text(record),
         "backtrace": None if unreadable else backtrace,
         "backtrace_unreadable": unreadable,
         "wrapped": _text(record.get("wrapped")),
