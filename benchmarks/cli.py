@@ -11,19 +11,21 @@ from pathlib import Path
 
 import redis
 
-from . import measure, peers, runner
+from . import defaults, measure, peers, runner, sidekiq_peer
 from .revisions import Worktrees
 from .server import PrivateRedis
 from .targets import BenchError, project_worker_argv, wurk_target
 
-SECTIONS = ("throughput", "enqueue", "latency", "boot", "paging")
+SECTIONS = ("throughput", "enqueue", "latency", "boot", "paging", "defaults")
+DEFAULT_SECTIONS = SECTIONS[:5]  # `defaults` (each system's default command) on request
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis-url", help="use this Redis instead of a private one; it is "
                         "FLUSHED between runs, so it must start empty")
-    parser.add_argument("--sections", default=",".join(SECTIONS),
-                        help=f"what to measure, comma-separated (default {','.join(SECTIONS)})")
+    parser.add_argument("--sections", default=",".join(DEFAULT_SECTIONS),
+                        help=f"what to measure, comma-separated, of {','.join(SECTIONS)} "
+                             f"(default {','.join(DEFAULT_SECTIONS)})")
     parser.add_argument("--shapes", nargs="+", default=["noop", "io", "cpu"],
                         choices=("noop", "io", "cpu"))
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 10])
@@ -40,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "tree with A, `--vs A B` compares B with A")
     parser.add_argument("--peers", action="store_true",
                         help="also run Celery, RQ, Dramatiq and Huey (make bench-peers)")
+    parser.add_argument("--sidekiq", action="store_true",
+                        help="also run Ruby's Sidekiq (Debian's ruby-sidekiq) on the same jobs: "
+                             "the throughput and defaults sections")
     parser.add_argument("--peers-python", default=peers.DEFAULT_PYTHON,
                         help=f"the interpreter that has the peers (default {peers.DEFAULT_PYTHON})")
     parser.add_argument("--project-settings", default="example_project.settings",
@@ -69,6 +74,8 @@ def build_trials(args) -> list:
         trials += runner.throughput_trials(args.shapes, args.threads, args.processes, args.scale)
     if "paging" in sections:
         trials.append(measure.Paging(tuple(args.paging_sizes)))
+    if "defaults" in sections:
+        trials += defaults.trials(args.shapes, args.scale)
     return trials
 
 
@@ -82,6 +89,8 @@ def build_targets(args, worktrees: Worktrees | None) -> list:
         targets = [wurk_target()]
     if args.peers:
         targets += peers.targets(args.peers_python)
+    if args.sidekiq:
+        targets.append(sidekiq_peer.target())
     return targets
 
 

@@ -28,6 +28,10 @@ def throughput_trials(shapes, threads, processes, scale) -> list:
 
 
 def applies(trial, target: Target) -> bool:
+    if hasattr(trial, "applies"):
+        return trial.applies(target)
+    if target.system == "sidekiq":  # its probe pushes with Wurk's client: push rows would be Wurk's
+        return isinstance(trial, measure.Throughput)
     return target.system == "wurk" or not isinstance(trial, WURK_ONLY)
 
 

@@ -37,6 +37,9 @@ class Target:
     max_jobs: int | None = None  # a slow variant (RQ forking per job) runs fewer
     url_env: tuple = ()  # more variables its worker reads the Redis URL from
     info: dict = field(default_factory=dict)  # versions, filled in by the first probe
+    # The command a user first runs, flags left at their defaults (benchmarks/defaults.py).
+    default_argv: Callable[["Target"], list[str]] | None = None
+    default_env: dict = field(default_factory=dict)
 
     def env(self, redis_url: str) -> dict:
         env = dict(os.environ)
@@ -162,7 +165,14 @@ def project_worker_argv(target: Target, threads: int, processes: int) -> list[li
              "-p", str(processes), "-v", "0"]]
 
 
+def project_default_argv(target: Target) -> list[str]:
+    # `manage.py wurk_worker` with every flag at its default: the example project's WURK
+    # (5 threads, queues critical,3 default,2 low), job log lines at INFO, to a file.
+    return [target.python, "manage.py", "wurk_worker"]
+
+
 def wurk_target(label: str = "wurk", root: str | None = None,
                 python: str = sys.executable) -> Target:
     return Target("wurk", label, python, wurk_worker_argv, WURK_SETTINGS,
-                  root=root or str(CHECKOUT))
+                  root=root or str(CHECKOUT), default_argv=project_default_argv,
+                  default_env={"DJANGO_SETTINGS_MODULE": "example_project.settings"})

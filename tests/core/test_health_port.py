@@ -25,7 +25,7 @@ def probe(port: int, path: str) -> tuple[int, dict]:
             return answer.status, json.loads(answer.read())
     except urllib.error.HTTPError as answer:
         return answer.code, json.loads(answer.read())
-    except (urllib.error.URLError, ConnectionError, socket.timeout):
+    except (TimeoutError, urllib.error.URLError, ConnectionError):
         return 0, {}
 
 

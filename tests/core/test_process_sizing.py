@@ -160,11 +160,11 @@ def test_the_environment_sizes_a_worker_started_without_flags(start_worker, env,
 
 @pytest_slow
 @pytest.mark.parametrize("env, text", [
-    ({"WURK_COUNT": "lots"}, "wurk: $WURK_COUNT must be a whole number >= 1, 'auto' (one per "
-                             "CPU) or a fraction, got 'lots'"),
+    ({"WURK_COUNT": "lots"}, ("wurk: $WURK_COUNT must be a whole number >= 1, 'auto' (one "
+                              "per CPU) or a fraction, got 'lots'")),
     ({"SIDEKIQ_COUNT": "0"}, "wurk: $SIDEKIQ_COUNT must be a whole number >= 1, got 0"),
-    ({"WURK_MAXMEM_MB": "300MB"}, "wurk: $WURK_MAXMEM_MB must be a number of megabytes (0 for "
-                                  "no cap), got '300MB'"),
+    ({"WURK_MAXMEM_MB": "300MB"}, ("wurk: $WURK_MAXMEM_MB must be a number of megabytes (0 "
+                                   "for no cap), got '300MB'")),
 ])
 def test_a_bad_variable_is_one_clean_line_naming_it(start_worker, env, text):
     worker = start_worker(*IDLE, env=env)

@@ -12,8 +12,8 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.test import Client, override_settings
 
-from tests.support.redis_server import RedisServer, free_port
 from tests.settings import MIDDLEWARE
+from tests.support.redis_server import RedisServer, free_port
 
 PROBES = {"LIVENESS_PATH": "/-/live", "READINESS_PATH": "/-/ready", "TIMEOUT": 0.5}
 WITH_PROBES = {"MIDDLEWARE": ["wurk_django.probes.ProbeMiddleware", *MIDDLEWARE],
@@ -93,8 +93,9 @@ def test_only_get_and_head_are_answered(probes):
 
 
 def test_the_views_can_be_routed_in_a_urlconf_too(settings):
-    from wurk_django import probes
     from django.test import RequestFactory
+
+    from wurk_django import probes
     request = RequestFactory().get("/healthz")
     assert probes.liveness(request).status_code == 200
     assert probes.readiness(request).status_code == 200
@@ -112,9 +113,9 @@ def test_without_probes_settings_the_middleware_answers_nothing():
     ({"LIVENESS_PATH": "/p", "READINESS_PATH": "/p"}, "must differ"),
 ])
 def test_bad_probe_settings_are_check_errors_naming_the_key(value, text):
-    with override_settings(WURK={"PROBES": value}):
-        with pytest.raises(SystemCheckError, match=r"wurk\.E004") as raised:
-            call_command("check")
+    with override_settings(WURK={"PROBES": value}), \
+            pytest.raises(SystemCheckError, match=r"wurk\.E004") as raised:
+        call_command("check")
     assert text in str(raised.value)
 
 

@@ -32,6 +32,6 @@ def test_flag_then_setting_then_environment(monkeypatch, wurk, env, flags, expec
 
 def test_a_bad_variable_is_a_setting_error_naming_it(monkeypatch):
     monkeypatch.setenv("SIDEKIQ_COUNT", "two")
-    with override_settings(WURK={}):
-        with pytest.raises(conf.SettingError, match=r"^\$SIDEKIQ_COUNT must be a whole number"):
-            conf.process_options()
+    with override_settings(WURK={}), \
+            pytest.raises(conf.SettingError, match=r"^\$SIDEKIQ_COUNT must be a whole number"):
+        conf.process_options()

@@ -117,7 +117,7 @@ class _Handler(BaseHTTPRequestHandler):
     health = None
     protocol_version = "HTTP/1.1"
 
-    def do_GET(self):  # noqa: N802 (the http.server name)
+    def do_GET(self):
         path = self.path.split("?", 1)[0].rstrip("/") or "/"
         if path not in PATHS:
             return self._answer(404, {"status": "not found", "paths": list(PATHS)})

@@ -12,8 +12,12 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
-from redis.sentinel import (Sentinel, SentinelConnectionPool, SentinelManagedConnection,
-                            SentinelManagedSSLConnection)
+from redis.sentinel import (
+    Sentinel,
+    SentinelConnectionPool,
+    SentinelManagedConnection,
+    SentinelManagedSSLConnection,
+)
 
 from .errors import ConfigurationError
 
@@ -178,7 +182,7 @@ class MasterWatch:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._failing_since: float | None = None
-        self._pubsub = None
+        self._pubsub: redis.client.PubSub | None = None
 
     def ensure_running(self) -> None:
         if self._pid == os.getpid() or self._stop.is_set():
@@ -200,11 +204,12 @@ class MasterWatch:
     def _wait_for_news(self) -> None:
         """Up to one interval; less when a Sentinel announces a switch."""
         try:
-            if self._pubsub is None:
-                self._pubsub = self.pool.sentinel_manager.sentinels[0].pubsub()
-                self._pubsub.subscribe(SWITCH_CHANNEL)
-            self._pubsub.get_message(ignore_subscribe_messages=True, timeout=self.interval_s)
-        except Exception:
+            pubsub = self._pubsub
+            if pubsub is None:
+                pubsub = self._pubsub = self.pool.sentinel_manager.sentinels[0].pubsub()
+                pubsub.subscribe(SWITCH_CHANNEL)
+            pubsub.get_message(ignore_subscribe_messages=True, timeout=self.interval_s)
+        except Exception:  # noqa: BLE001 (see below)
             # A Sentinel gone (a RedisError), or `close()` on another thread shutting the
             # socket under the read (redis-py then raises whatever its parser hits).
             self._drop_subscription()  # the next round subscribes on the Sentinel that answers
@@ -215,8 +220,8 @@ class MasterWatch:
         if pubsub is not None:
             try:
                 pubsub.close()
-            except Exception:
-                pass  # closed already, or half-closed by `close()`: nothing left to free
+            except Exception as exc:  # noqa: BLE001 (closed already, or half-closed by close())
+                logger.debug("Sentinel subscription closed with %r", exc)
 
     def check(self) -> None:
         before = self.pool.master_address
