@@ -1,14 +1,23 @@
-"""The poller: moves due jobs from `retry` and `schedule` onto their queues."""
+"""The poller: moves due jobs from `retry` and `schedule` onto their queues.
+
+The reliable scheduler (on by default) reads up to 500 due members, prepares each one in
+Python as a push would (client middleware and the features' client hooks see it, with
+origin PROMOTION), then moves them in one script: each member is pushed to its queue,
+then removed from its set, so a process killed mid-move never loses one. With
+`reliable_scheduler=False` each member is popped by a script and pushed through the
+client, Sidekiq's own way: one script key each (for Redis Cluster), not crash-safe.
+"""
 
 import logging
 import random
 import time
 
 from . import keys
+from .client import CLAIM
 from .features import PROMOTION
 from .heartbeat import cleanup_processes
 from .outage import OutageLog
-from .payload import decode_job
+from .payload import decode_job, dumps
 from .redis import REDIS_ERRORS
 from .retry import send_to_dead
 from .timer_loop import TimerLoop
@@ -19,10 +28,12 @@ INITIAL_WAIT_S = 10
 INITIAL_JITTER_S = 5
 SMALL_CLUSTER = 10
 SETS = (keys.RETRY, keys.SCHEDULE)
+PROMOTE_BATCH = 500  # due members per script call
+_NOWHERE, _DEAD, _FIRST_QUEUE = 0, 3, 4  # promote_due.lua's KEYS indexes
 
 
 class Enqueuer:
-    """Pops due members one at a time with the atomic script and pushes them."""
+    """Moves due members to their queues: in batches by script, or one at a time."""
 
     def __init__(self, config, connection, client):
         self.config = config
@@ -31,6 +42,64 @@ class Enqueuer:
         self.done = False
 
     def enqueue_jobs(self) -> int:
+        if not self.config.reliable_scheduler:
+            return self._pop_and_push()
+        moved = 0
+        for sorted_set in SETS:
+            while not self.done:
+                due = self.connection.read(self.connection.client.zrangebyscore, sorted_set,
+                                           "-inf", repr(time.time()), start=0,
+                                           num=PROMOTE_BATCH)
+                if due:
+                    moved += self._promote(due, sorted_set)
+                if len(due) < PROMOTE_BATCH:
+                    break
+        return moved
+
+    def _promote(self, due: list[bytes], source: str) -> int:
+        """Prepare each member as a push would, then move them all in one script."""
+        queue_keys: dict[str, int] = {}
+        args: list = []
+        buried = []
+        enqueued_at = self.config.job_clock()
+        for raw in due:
+            payload, queue = self._prepared(raw, source, enqueued_at)
+            if payload is None and queue is None:
+                args += (raw, _NOWHERE, b"", "")  # halted by client middleware: dropped
+            elif payload is None:
+                args += (raw, _DEAD, raw, repr(time.time()))
+                buried.append(raw)
+            else:
+                index = queue_keys.setdefault(keys.queue(queue), _FIRST_QUEUE + len(queue_keys))
+                args += (raw, index, payload, queue)
+        moved = self.connection.script("promote_due")(
+            keys=[source, keys.QUEUES, keys.DEAD, *queue_keys], args=args)
+        for raw in buried:
+            send_to_dead(self.connection, self.config, raw)  # trims `dead` as every move does
+        return int(moved)
+
+    def _prepared(self, raw: bytes, source: str, enqueued_at) -> tuple:
+        """(payload, queue) to push; (None, None) when a middleware halted it; (None,
+        "dead") when it cannot be pushed (reported; kept in `dead` with its bytes)."""
+        client = self.client
+        try:
+            job = client.normalize(decode_job(raw))
+            job.pop("at", None)
+            job = client.prepare(job, PROMOTION)
+            if job is None:
+                return None, None
+            job.pop(CLAIM, None)  # no lock is taken for a job moved, only for a new push
+            job["enqueued_at"] = enqueued_at
+            return dumps(job), job["queue"]
+        except REDIS_ERRORS:
+            raise
+        except Exception as exc:
+            self.config.handle_exception(exc, {"context": f"Cannot enqueue a member of "
+                                                          f"{source}; moved to the dead set",
+                                               "jobstr": raw})
+            return None, "dead"
+
+    def _pop_and_push(self) -> int:
         script = self.connection.script("pop_by_score")
         moved = 0
         for sorted_set in SETS:
