@@ -53,6 +53,8 @@ WURK = {
     "REDIS_URL": "embedded",
     "CONCURRENCY": 5,
     "QUEUES": ["critical,3", "default,2", "low"],
+    # A push that finds Redis down waits in memory (up to 1,000) and is sent when it is back.
+    "RELIABLE_PUSH": {"BUFFER": 1000, "OVERFLOW": "drop_oldest"},
 }
 
 # Django's own tasks API, running on Wurk workers.

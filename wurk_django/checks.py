@@ -15,10 +15,14 @@ HINT_DOCS = "See the configuration reference in Wurk's README."
 QUEUES_HINT = 'Write "name" or "name,weight" with a whole-number weight, e.g. "critical,3".'
 CRON_HINT = ('Five fields, e.g. "*/5 * * * *" (a sixth field, last, gives seconds), and '
              '"task" naming a task by import path or wire name.')
+ENCRYPTION_HINT = ('Set WURK["ENCRYPTION"] = {"ACTIVE_VERSION": 1, "KEY_RESOLVER": '
+                   '"myproject.crypto.key_for"}, a function returning the 32-byte key of a '
+                   'version, and install "wurk-django[crypto]".')
 # The check id for an invalid key; every other key is wurk.E004.
 CHECK_IDS = {"QUEUES": ("wurk.E003", QUEUES_HINT), "CRON": ("wurk.E005", CRON_HINT),
              "CRON_TZ": ("wurk.E005", CRON_HINT),
-             "EMBEDDED": ("wurk.E007", 'Use True, or {"CONCURRENCY": 2}.')}
+             "EMBEDDED": ("wurk.E007", 'Use True, or {"CONCURRENCY": 2}.'),
+             "ENCRYPTION": ("wurk.E008", ENCRYPTION_HINT)}
 
 
 @register("wurk")
@@ -36,6 +40,7 @@ def check_settings(app_configs=None, **kwargs):
         return problems + [Error(f"Invalid WURK setting: {exc}", hint=HINT_DOCS,
                                  id="wurk.E004")]
     problems += _check_embedded(parsed, config) + _check_loops(config)
+    problems += _check_encryption(config)
     if any(p.is_serious() for p in problems):
         return problems
     return (problems + _check_routable(config) + _check_probes()
@@ -64,6 +69,31 @@ def _check_loops(config) -> list:
     from .core.cron import entry_problems
     return [_setting_error(conf.config_error(exc, {"cron_entries": "WURK['CRON']"}), "CRON")
             for exc in entry_problems(config)]
+
+
+def _check_encryption(config) -> list:
+    """wurk.E008: a task (or the default options) asks for encrypt=True but no key can be
+    had, so every push of it would fail; or the key settings themselves are broken."""
+    from .core import encryption
+    from .core.registry import REGISTRY
+    wanting = [name for name in REGISTRY.names()
+               if (REGISTRY.find(name).task_options or {}).get("encrypt")]
+    if config.default_job_options.get("encrypt"):
+        wanting.insert(0, "WURK['DEFAULT_JOB_OPTIONS']")
+    settings = encryption.settings_for(config)
+    if settings is None:
+        if not wanting:
+            return []
+        return [Error(f"encrypt=True is set on {', '.join(wanting[:5])}"
+                      f"{' and others' if len(wanting) > 5 else ''} but no encryption key is "
+                      f"configured: every push of these tasks would fail.",
+                      hint=ENCRYPTION_HINT, id="wurk.E008")]
+    try:
+        encryption.resolver_of(settings)
+        encryption._aesgcm()
+    except ConfigurationError as exc:
+        return [Error(f"WURK['ENCRYPTION']: {exc}.", hint=ENCRYPTION_HINT, id="wurk.E008")]
+    return []
 
 
 def _check_unknown_keys(wurk) -> list:

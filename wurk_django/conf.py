@@ -63,8 +63,19 @@ FIELDS: dict[str, str] = {
     "STATSD_JOB_METRICS": "statsd_job_metrics", "STATSD_OPTIONS": "statsd_options",
     "OPENTELEMETRY": "opentelemetry", "RETAIN_HISTORY": "retain_history_s",
     "HEALTH_PORT": "health_port", "HEALTH_ADDRESS": "health_address",
+    "RELIABLE_PUSH": "reliable_push", "RELIABLE_SCHEDULER": "reliable_scheduler",
+    "ENCRYPTION": "encryption",
 }
-SHAPES = {"CAPSULES": _capsules}
+
+
+def _lower_keys(value):
+    # {"BUFFER": 1000} -> {"buffer": 1000}; Config checks the values and names the keys.
+    if not isinstance(value, Mapping):
+        return value
+    return {str(key).lower(): item for key, item in value.items()}
+
+
+SHAPES = {"CAPSULES": _capsules, "RELIABLE_PUSH": _lower_keys, "ENCRYPTION": _lower_keys}
 KEY_OF_FIELD = {field: key for key, field in FIELDS.items()}
 CRON_ENTRY = re.compile(r"^cron entry (\d+)")  # how the core names an item of cron_entries
 # Keys of the Django layer itself (no Config field).

@@ -9,8 +9,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.core.jobs import results
 from wurk_django.core import Job, encryption
+from wurk_django.core.registry import REGISTRY
 
 
 def key_from_dir(version):
@@ -45,3 +48,21 @@ class Declined(Job):
 
 class DeclinedForGood(Declined):
     wurk_options = {"encrypt": True, "retry": 0}
+
+
+TASKS = (Charge, Declined, DeclinedForGood)
+if not os.environ.get("WURK_TEST_KEY_DIR"):
+    # In the test process, registered only while a test asks (the fixture below): an
+    # encrypt=True task in the registry makes `manage.py check` fail without keys, and
+    # other tests run the checks with settings of their own.
+    for _task in TASKS:
+        REGISTRY.unregister(_task.wire_name)
+
+
+@pytest.fixture
+def encrypted_tasks():
+    for task in TASKS:
+        REGISTRY.register(task.wire_name, task)
+    yield
+    for task in TASKS:
+        REGISTRY.unregister(task.wire_name)

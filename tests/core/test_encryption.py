@@ -9,6 +9,7 @@ import os
 import pytest
 
 from tests.core import encrypted_jobs
+from tests.core.encrypted_jobs import encrypted_tasks  # noqa: F401  (a fixture)
 from wurk_django.core import Client, ConfigurationError, encryption, keys
 from wurk_django.core.api import DeadSet, JobRecord
 from wurk_django.core.api.key_versions import KeyVersionScan
@@ -110,13 +111,15 @@ def test_a_sealed_argument_is_never_sealed_twice(config, key_dir, redis_client):
     assert loads(again)["args"][1] == loads(raw)["args"][1]
 
 
-def test_perform_inline_hands_the_task_the_plain_argument(config, key_dir, redis_client):
+def test_perform_inline_hands_the_task_the_plain_argument(config, key_dir, redis_client,
+                                                         encrypted_tasks):
     encrypted_jobs.Charge.perform_inline(7, SECRET)
     [entry] = redis_client.lrange("test:ran", 0, -1)
     assert entry.decode().split()[2] == encrypted_jobs.digest(SECRET)
 
 
-def test_fake_mode_stores_sealed_jobs_and_drain_runs_them(config, key_dir, redis_client):
+def test_fake_mode_stores_sealed_jobs_and_drain_runs_them(config, key_dir, redis_client,
+                                                          encrypted_tasks):
     from wurk_django.core import testing
     with testing("fake"):
         encrypted_jobs.Charge.perform_async(7, SECRET)
