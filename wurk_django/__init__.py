@@ -9,7 +9,7 @@ from .core.version import VERSION as __version__
 _EXPORTS = ("Batch", "BatchStatus", "Client", "Config", "configure_embed", "ConfigurationError", "DEFAULT", "DISCARD",
             "EmptyQueueError", "Job", "JobArgumentError", "KILL", "RedisUnavailableError",
             "Shutdown",
-            "TestModeAlreadySetError", "UnknownTaskError", "WurkError", "log_context",
+            "TestModeAlreadySetError", "UnknownTaskError", "Workflow", "WurkError", "log_context",
             "strict_args", "testing", "wurk_task")
 
 

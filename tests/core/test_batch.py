@@ -44,10 +44,9 @@ def test_a_block_writes_its_batch_and_jobs_at_its_exit(config, redis_client):
 
 
 def test_a_block_that_raises_writes_none_of_its_jobs(config, redis_client):
-    with pytest.raises(RuntimeError):
-        with Batch() as batch:
-            batch_jobs.Work.perform_async()
-            raise RuntimeError("the import failed")
+    with pytest.raises(RuntimeError), Batch() as batch:
+        batch_jobs.Work.perform_async()
+        raise RuntimeError("the import failed")
     assert redis_client.llen("queue:default") == 0
     assert not redis_client.exists(keys.batch(batch.bid))
     # An inner block that raises is dropped, the outer one goes on.
@@ -101,10 +100,9 @@ def test_a_block_reopening_a_batch_from_outside_holds_it_until_its_exit(config, 
     assert members(redis_client, batch.bid, "jids") == {first, second}
     assert fields(redis_client, batch.bid)["pending"] == "2"
     # A reopening block that raises drops its jobs but not the batch.
-    with pytest.raises(KeyError):
-        with Batch(batch.bid):
-            batch_jobs.Work.perform_async()
-            raise KeyError
+    with pytest.raises(KeyError), Batch(batch.bid):
+        batch_jobs.Work.perform_async()
+        raise KeyError
     assert members(redis_client, batch.bid, "jids") == {first, second}
 
 

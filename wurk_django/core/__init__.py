@@ -12,6 +12,7 @@ from .joblog import log_context
 from .task import DEFAULT, DISCARD, KILL, Job, wurk_task
 from .testing_modes import testing
 from .version import VERSION
+from .workflow import Workflow
 
 
 def strict_args(mode="raise") -> None:
@@ -20,8 +21,10 @@ def strict_args(mode="raise") -> None:
 
 
 __version__ = VERSION
-__all__ = ["Batch", "BatchStatus", "Client", "Config", "configure_embed", "ConfigurationError", "DEFAULT", "DISCARD",
+__all__ = ["Batch", "BatchStatus", "Client", "Config",
+           "configure_embed", "ConfigurationError", "DEFAULT", "DISCARD",
            "EmptyQueueError", "Job", "JobArgumentError", "KILL", "RedisUnavailableError",
            "Shutdown",
-           "TestModeAlreadySetError", "UnknownTaskError", "WurkError", "get_default_config",
+           "TestModeAlreadySetError", "UnknownTaskError", "Workflow", "WurkError",
+           "get_default_config",
            "log_context", "set_default_config", "strict_args", "testing", "wurk_task"]

@@ -62,6 +62,8 @@ def _check_path(text: str, event: str) -> None:
         owner, rest = _import_longest(parts)
     except ModuleNotFoundError:
         return  # not importable here: it may live only in the workers' code
+    if hasattr(owner, "__path__") and not hasattr(owner, rest[0]):
+        return  # a module of that package missing here (the same reason)
     cls = _walk(owner, rest, text)
     _check_method(cls, method or f"on_{event}", text)
 
@@ -122,7 +124,10 @@ def _import_longest(parts: list[str]):
 def _walk(owner, names: list[str], text: str):
     found = owner
     for name in names:
-        found = getattr(found, name, None)
+        parent, found = found, getattr(found, name, None)
+        if found is None and hasattr(parent, "__path__"):
+            raise CallbackTargetError(f"callback target {text!r} cannot be imported: no "
+                                      f"module {parent.__name__}.{name}")
         if found is None:
             raise CallbackTargetError(f"callback target {text!r}: {name!r} not found")
     if not inspect.isclass(found):
