@@ -7,8 +7,8 @@ touches neither Django models nor Redis.
 from .core.version import VERSION as __version__
 
 _EXPORTS = ("Batch", "BatchStatus", "Client", "Config", "configure_embed", "ConfigurationError", "DEFAULT", "DISCARD",
-            "EmptyQueueError", "Job", "JobArgumentError", "KILL", "RedisUnavailableError",
-            "Shutdown",
+            "EmptyQueueError", "Job", "JobArgumentError", "KILL", "Limiter", "OverLimit",
+            "RedisUnavailableError", "Shutdown",
             "TestModeAlreadySetError", "UnknownTaskError", "Workflow", "WurkError", "log_context",
             "strict_args", "testing", "wurk_task")
 

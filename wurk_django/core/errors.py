@@ -115,6 +115,19 @@ class CallbackTargetError(BatchError):
     """A batch callback target cannot be found or called (import, class or method)."""
 
 
+class OverLimit(WurkError):
+    """A rate limiter refused a call: its limit stayed reached for the wait allowed.
+
+    `limiter` is the limiter that refused. Raised inside a job, the worker reschedules the
+    job (same jid) with a backoff instead of failing it, and sets `job` to its payload.
+    """
+
+    def __init__(self, message: str = "", *, limiter=None):
+        super().__init__(message)
+        self.limiter = limiter
+        self.job: dict | None = None
+
+
 class InvalidJobError(WurkError):
     """A fetched payload is not valid JSON or lacks a class; it goes to the dead set."""
 

@@ -13,7 +13,10 @@ nothing more than that:
 - job hooks wrap a fetched job's run, inside the retry guards and outside server
   middleware, outermost first by `order`;
 - death hooks run when a job dies (retries exhausted, discarded, poisoned, killed),
-  before the user's death handlers.
+  before the user's death handlers;
+- error hooks claim exception classes any job's body may raise (a limiter's OverLimit)
+  and settle such a job; they are looked at only when a job raises, inside every job
+  hook, so a job that raises nothing pays nothing for them.
 
 Client hooks learn why a job is pushed (`origin`): a new job, one the poller promotes
 from `schedule` or `retry`, or one the data API revives from `dead` or `retry`, so a
@@ -55,6 +58,9 @@ class JobRun:
     instance: Any
     config: Any
     connection: Any
+    # The fetched unit (with reliable fetch, `unit.private_queue`); None for a job run
+    # in the calling process (inline), which no feature may park or reschedule.
+    unit: Any = None
 
 
 @dataclass(frozen=True)
@@ -70,12 +76,26 @@ class JobHook:
     field: str
     order: int
     around: Callable[[JobRun, Callable[[], Any]], Any]
+    # Also run for a job without the field whose task declares it as an option: a limit
+    # the task promises must hold for a job pushed by its bare class name too.
+    task_option: bool = False
 
 
 @dataclass(frozen=True)
 class DeathHook:
     field: str
     died: Callable[[dict, BaseException, Any], None]  # (job, exc, config)
+
+
+@dataclass(frozen=True)
+class ErrorHook:
+    """Claims exceptions of `errors` raised by any job's body (a limiter's OverLimit): no
+    payload field switches it on, since any job may raise them, so it costs nothing until
+    a job raises. `settle(run, exc)` returns True when it settled the job (JobHandled
+    follows), False to let the failure take its normal course; it may raise itself."""
+
+    errors: tuple
+    settle: Callable[[JobRun, BaseException], bool]
 
 
 @dataclass
@@ -86,11 +106,16 @@ class Registry:
     job: tuple = ()
     death: tuple = ()
     interceptors: tuple = ()
+    error: tuple = ()
+    # Every exception class an error hook claims, for `except HOOKS.claimed` (an empty
+    # tuple matches nothing); read only when a job raised.
+    claimed: tuple = ()
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, hook) -> None:
         """Register a hook once; tuples are swapped whole, so readers never lock."""
-        kinds = {ClientHook: "client", JobHook: "job", DeathHook: "death"}
+        kinds = {ClientHook: "client", JobHook: "job", DeathHook: "death",
+                 ErrorHook: "error"}
         kind = kinds[type(hook)]
         with self._lock:
             hooks = getattr(self, kind)
@@ -99,6 +124,7 @@ class Registry:
                 if kind in ("client", "job"):
                     hooks = tuple(sorted(hooks, key=lambda h: h.order))
                 setattr(self, kind, hooks)
+                self._claim()
 
     def add_interceptor(self, interceptor: Callable[[list, Any], bool],
                         first: bool = False) -> None:
@@ -114,10 +140,14 @@ class Registry:
 
     def remove(self, hook) -> None:
         with self._lock:
-            for kind in ("client", "job", "death", "interceptors"):
+            for kind in ("client", "job", "death", "interceptors", "error"):
                 hooks = getattr(self, kind)
                 if hook in hooks:
                     setattr(self, kind, tuple(h for h in hooks if h is not hook))
+            self._claim()
+
+    def _claim(self) -> None:
+        self.claimed = tuple(dict.fromkeys(e for hook in self.error for e in hook.errors))
 
 
 HOOKS = Registry()
@@ -129,6 +159,8 @@ FEATURE_MODULES: tuple[str, ...] = (
     "wurk_django.core.unique",
     "wurk_django.core.expiry",
     "wurk_django.core.encryption",
+    "wurk_django.core.limiter",
+    "wurk_django.core.concurrency",
     "wurk_django.core.batch_server",
 )
 
@@ -156,21 +188,38 @@ def intercepted(jobs: list, config) -> bool:
     return False
 
 
-def job_hooks_for(job: dict) -> tuple:
+def job_hooks_for(job: dict, task_options=None) -> tuple:
     hooks = HOOKS.job
     if not hooks:
         return ()
-    return tuple(hook for hook in hooks if hook.field in job)
+    return tuple(hook for hook in hooks if hook.field in job
+                 or (hook.task_option and task_options and hook.field in task_options))
 
 
 def run_with_job_hooks(hooks: tuple, run: JobRun, final: Callable[[], Any]) -> Any:
-    """Run `final` inside each hook's `around`, the first hook outermost."""
+    """Run `final` inside each hook's `around`, the first hook outermost. An error a
+    hook claims is settled right around `final`, so every job hook sees JobHandled."""
     def step(index: int):
         if index == len(hooks):
-            return final()
+            try:
+                return final()
+            except HOOKS.claimed as exc:
+                settle_claimed(exc, run)
         return hooks[index].around(run, lambda: step(index + 1))
 
     return step(0)
+
+
+def settle_claimed(exc: BaseException, run: JobRun):
+    """Hand an exception of `HOOKS.claimed` to the first error hook claiming it: raise
+    JobHandled when it settled the job, else the exception itself. Call it from an
+    `except HOOKS.claimed` block."""
+    for hook in HOOKS.error:
+        if isinstance(exc, hook.errors):
+            if hook.settle(run, exc):
+                raise JobHandled() from exc
+            break
+    raise exc
 
 
 def run_death_hooks(job: dict, exc: BaseException, config) -> None:

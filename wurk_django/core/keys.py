@@ -119,3 +119,54 @@ def batch_part(bid: str, part: str) -> str:
 def batch_tag(tag: str) -> str:
     """The bids carrying a tag (a set)."""
     return f"tags:{tag}"
+
+
+# Rate limiters: Sidekiq Enterprise's layout (observed in its Redis, not documented).
+LIMITER_LIST = "lmtr-list"  # every limiter's name, for the dashboard
+
+
+def limiter(name: str) -> str:
+    """A limiter's meta hash: type, options (JSON), fingerprint."""
+    return f"lmtr:{name}"
+
+
+def limiter_stats(name: str) -> str:
+    """A limiter's counters: held, immediate, waited, overages, reclaimed..."""
+    return f"lmtr-stats:{name}"
+
+
+def limiter_concurrent(name: str) -> str:
+    """A concurrent limiter's leases: slot id -> expiry (epoch seconds)."""
+    return f"lmtr-cs:{name}"
+
+
+def limiter_bucket(name: str, epoch: int) -> str:
+    """A bucket limiter's count for one interval, `epoch = floor(now / interval)`."""
+    return f"lmtr-b:{name}:{epoch}"
+
+
+def limiter_window(name: str) -> str:
+    return f"lmtr-w:{name}"
+
+
+def limiter_leaky(name: str) -> str:
+    return f"lmtr-l:{name}"
+
+
+def limiter_points(name: str) -> str:
+    return f"lmtr-p:{name}"
+
+
+# Task-level concurrency (Wurk only): slots per concurrency key, and jobs waiting for one.
+CONCURRENCY_WAITING = "wurk:concurrency-waiting"  # JSON [key, queue] of each waiting list
+
+
+def concurrency_slots(key: str) -> str:
+    """The running jobs of a concurrency key: jid -> lease expiry (epoch seconds)."""
+    return f"wurk:concurrency:{key}"
+
+
+def concurrency_waiting(key: str, queue: str) -> str:
+    """Jobs of a concurrency key parked until a slot frees, one list per queue; the
+    queue's length first keeps every (queue, key) pair's name distinct."""
+    return f"wurk:concurrency-wait:{len(queue)}:{queue}:{key}"

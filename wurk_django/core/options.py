@@ -123,6 +123,28 @@ def expiry_seconds(value, label: str):
     return int(seconds) if seconds == int(seconds) else seconds
 
 
+CONCURRENCY_LEASE_S = 30
+CONCURRENCY_MIN_LEASE_S = 2
+
+
+def concurrency_limit(value, label: str):
+    """How many jobs of a task may run at once in the whole cluster: a whole number >= 1,
+    or {"limit": n, "lease_s": seconds} (a crashed process's slot frees within the lease)."""
+    if _is_whole(value):
+        value = {"limit": value}
+    if not isinstance(value, dict) or set(value) - {"limit", "lease_s"}:
+        raise JobArgumentError(f"{label} must be a number of jobs, or a dict with 'limit' "
+                               f"and 'lease_s', got {value!r:.100}")
+    limit, lease = value.get("limit"), value.get("lease_s", CONCURRENCY_LEASE_S)
+    if not _is_whole(limit) or limit < 1:
+        raise JobArgumentError(f"{label} must allow at least 1 job at once, got {limit!r}")
+    if isinstance(lease, bool) or not isinstance(lease, (int, float)) \
+            or not math.isfinite(lease) or lease < CONCURRENCY_MIN_LEASE_S:
+        raise JobArgumentError(f"{label}: lease_s must be at least {CONCURRENCY_MIN_LEASE_S} "
+                               f"seconds, got {lease!r}")
+    return {"limit": limit, "lease_s": lease}
+
+
 def flag_or_count(value, label: str):
     if isinstance(value, bool) or (_is_whole(value) and value >= 0):
         return value
@@ -187,6 +209,9 @@ OPTIONS: dict[str, Option] = {
     "retries_exhausted": Option(TRANSIENT, frozenset((TASK,)), hook),
     # `unique_context(job)`: what makes two jobs the same for `unique_for` (core/unique.py).
     "unique_context": Option(TRANSIENT, frozenset((TASK,)), hook),
+    # Cluster-wide concurrency of a task (core/concurrency.py), per `concurrency_key(*args)`.
+    "concurrency": Option(PAYLOAD, frozenset((TASK,)), concurrency_limit),
+    "concurrency_key": Option(TRANSIENT, frozenset((TASK,)), hook),
     # A task's periodic loop (checked with the loops: see cron.task_entries).
     "cron": Option(CRON, frozenset((TASK,))),
     "cron_args": Option(CRON, frozenset((TASK,))),

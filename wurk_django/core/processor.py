@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from .aio import resolve
 from .errors import InvalidJobError, Shutdown
-from .features import HOOKS, JobHandled, JobRun, job_hooks_for, run_with_job_hooks
+from .features import (HOOKS, JobHandled, JobRun, job_hooks_for, run_with_job_hooks,
+                       settle_claimed)
 from .identity import tid
 from .metrics import metric_class
 from .payload import decode_job, dumps, error_class, error_message
@@ -208,15 +209,22 @@ class Processor:
         started = time.monotonic()
         failed = True
         try:
-            hooks = job_hooks_for(job) if HOOKS.job else ()
-            if hooks:
-                run = JobRun(job, raw, queue, instance, self.config, self.connection)
-                run_with_job_hooks(hooks, run, lambda: self._perform(chain, instance, job,
-                                                                     queue))
-            elif len(chain):
-                self._perform(chain, instance, job, queue)
-            else:
-                resolve(instance.perform(*job["args"]))
+            try:
+                hooks = (job_hooks_for(job, getattr(instance, "task_options", None))
+                         if HOOKS.job else ())
+                if hooks:
+                    run = JobRun(job, raw, queue, instance, self.config, self.connection,
+                                 self.unit)
+                    run_with_job_hooks(hooks, run, lambda: self._perform(chain, instance,
+                                                                         job, queue))
+                elif len(chain):
+                    self._perform(chain, instance, job, queue)
+                else:
+                    resolve(instance.perform(*job["args"]))
+            except HOOKS.claimed as exc:
+                # Read only when the job raised: a job that raises nothing pays nothing.
+                settle_claimed(exc, JobRun(job, raw, queue, instance, self.config,
+                                           self.connection, self.unit))
             failed = False
         except (Shutdown, JobHandled):
             failed = False  # an interrupted run books its time, as Sidekiq's does
