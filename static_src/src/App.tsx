@@ -33,6 +33,8 @@ const MetricsClass = lazy(() => import("./pages/MetricsClass"));
 const History = lazy(() => import("./pages/History"));
 const Periodic = lazy(() => import("./pages/Periodic"));
 const PeriodicLoop = lazy(() => import("./pages/PeriodicLoop"));
+const Limiters = lazy(() => import("./pages/Limiters"));
+const Limiter = lazy(() => import("./pages/Limiter"));
 
 const ROUTES: [RegExp, ComponentType<PageProps>, string][] = [
   [/^$/, Overview, "Overview"],
@@ -46,7 +48,9 @@ const ROUTES: [RegExp, ComponentType<PageProps>, string][] = [
   [/^history$/, History, "History"],
   [/^periodic$/, Periodic, "Periodic jobs"],
   [/^periodic\/([^/]+)$/, PeriodicLoop, "Periodic job"],
-  [/^(batches|limiters)(?:\/.*)?$/, Unavailable, "Not available"],
+  [/^limiters$/, Limiters, "Rate limiters"],
+  [/^limiters\/([^/]+)$/, Limiter, "Rate limiter"],
+  [/^(batches)(?:\/.*)?$/, Unavailable, "Not available"],
 ];
 
 const TITLES: Record<string, string> = { retries: "Retries", scheduled: "Scheduled", dead: "Dead" };
@@ -55,7 +59,7 @@ function NotFound() {
   return <Empty>There is no such page in the dashboard.</Empty>;
 }
 
-const UNAVAILABLE: Record<string, string> = { batches: "Batches", limiters: "Rate limiters" };
+const UNAVAILABLE: Record<string, string> = { batches: "Batches" };
 
 /** Sections whose feature `api/meta` reports as off: nothing in this version creates them. */
 function Unavailable(props: PageProps) {

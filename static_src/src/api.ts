@@ -262,6 +262,50 @@ export interface LoopDetail extends Loop {
   server_time_ms: number;
 }
 
+/** One rate limiter in `api/limiters`: its use against its limit (null when unknown: a
+ * type or options this version cannot read, or a key of another type). */
+export interface LimiterItem {
+  name: string;
+  type: string; // concurrent, bucket, window, leaky, points (or one Wurk does not know)
+  known: boolean;
+  limit: number | null;
+  used: number | null;
+  available: number | null;
+  reset_at_ms: number | null;
+  options: Record<string, string>; // JSON text per option
+}
+
+export interface Limiters {
+  items: LimiterItem[];
+  page: number;
+  count: number;
+  total: number;
+  pages: number;
+  sort: Sort;
+  truncated: boolean;
+  q: string;
+  type: string | null;
+  types: string[];
+  server_time_ms: number;
+}
+
+export interface LimiterMetrics {
+  held: number; // slots taken (concurrent)
+  held_time_s: number;
+  immediate: number; // admitted within 50 ms
+  waited: number;
+  wait_time_s: number;
+  overages: number; // refused after waiting
+  reclaimed: number; // leases of crashed holders taken back
+  reschedules: number; // jobs rescheduled by the worker for this limiter
+}
+
+export interface LimiterDetail extends LimiterItem {
+  metrics: LimiterMetrics;
+  ttl_s: number | null;
+  server_time_ms: number;
+}
+
 /** `api/snapshots`: the history snapshots of the last `range_s` seconds, oldest first.
  * Each row is `[at_ms, ...fields]` in the order of `fields`; a value is null where the
  * snapshot lacks it. `interval_s` is this process's RETAIN_HISTORY (null: not set here). */
@@ -287,6 +331,10 @@ export interface BulkResult extends MutationResult {
 export interface RunResult extends MutationResult {
   lid: string;
   jid: string;
+}
+
+export interface ResetResult extends MutationResult {
+  name: string;
 }
 
 export interface PauseResult extends MutationResult {
@@ -416,4 +464,7 @@ export const api = {
   loopAction: (lid: string, action: "pause" | "resume") => post(`periodic/${seg(lid)}/${action}`),
   runLoop: (lid: string) => post<RunResult>(`periodic/${seg(lid)}/run`),
   snapshots: (range: number) => get<Snapshots>("snapshots", { range }),
+  limiters: (query: { page: number; q: string; type: string }) => get<Limiters>("limiters", query),
+  limiter: (name: string) => get<LimiterDetail>(`limiters/${seg(name)}`),
+  resetLimiter: (name: string) => post<ResetResult>(`limiters/${seg(name)}/reset`),
 };

@@ -165,7 +165,7 @@ def test_features_nothing_creates_yet_are_not_offered(dashboard, admin_user):
     dashboard.login(admin_user)
     nav = dashboard.page.locator("nav.w-nav")
     expect(nav.get_by_role("link", name="Periodic")).to_be_visible()
-    for name in ("Batches", "Limiters"):
+    for name in ("Batches",):
         expect(nav.get_by_role("link", name=name)).to_have_count(0)
     dashboard.open("batches")
     expect(dashboard.page.locator("main")).to_contain_text("not available in this version")

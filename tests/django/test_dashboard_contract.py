@@ -22,6 +22,7 @@ from tests.django.dashboard_helpers import Api, users_fixture  # noqa: F401
 from wurk_django.core import Client as JobClient
 from wurk_django.core import deploy, keys
 from wurk_django.core.launcher import Launcher
+from wurk_django.core.limiter import Limiter
 from wurk_django.core.metrics import Metrics
 from wurk_django.core.payload import dumps, encode_backtrace
 from wurk_django.core.redis import connection_for
@@ -56,6 +57,8 @@ CALLS = [
     ("GET snapshots", "GET", "snapshots", {"range": 3600}),
     ("GET batches", "GET", "batches", {}),
     ("GET limiters", "GET", "limiters", {}),
+    ("GET limiters/:name", "GET", "limiters/stripe-acct_42", {}),
+    ("POST limiters/:name/reset", "POST", "limiters/stripe-acct_42/reset", {}),
     ("POST periodic/:lid/run", "POST", f"periodic/{LID}/run", {}),
     ("POST queues/:name/pause", "POST", "queues/low/pause", {}),
     ("POST sets/:set/bulk", "POST", "sets/dead/bulk", {"action": "delete", "keys": ["1-x"]}),
@@ -117,6 +120,14 @@ def seed_metrics_and_loop(config, redis_client) -> None:
             "scheduled": 1, "busy": 1}, id=f"{int((now.timestamp() - ago_s) * 1000)}-0")
 
 
+def seed_limiters() -> None:
+    """Two limiters as a job's first calls register them: one in use, one idle."""
+    stripe = Limiter.concurrent("stripe-acct_42", 5, wait_timeout=0)
+    stripe.acquire().take()  # one slot held (its lease ends on its own)
+    # Of one type: the fixture's rows must share their option names for TypeScript.
+    Limiter.concurrent("erp", 50, wait_timeout=5).within_limit(lambda: None)
+
+
 def shape(value, key: str | None = None):
     """Field names and JSON types of a value, lists reduced to their distinct shapes."""
     if isinstance(value, dict):
@@ -151,6 +162,7 @@ def test_the_mock_servers_fixture_has_the_real_apis_shape(config, redis_client, 
     seed_jobs(redis_client)
     seed_process(config)
     seed_metrics_and_loop(config, redis_client)
+    seed_limiters()
     recorded = record(Api(users["superuser"]))
     if RECORD:
         FIXTURE.write_text(json.dumps({

@@ -10,7 +10,8 @@ answers `/admin/wurk/` (system check wurk.E202 catches that):
 from django.urls import path, register_converter
 
 from ..metrics_view import prometheus_metrics
-from .api import metrics, overview, periodic, placeholders, processes, queues, sets, snapshots
+from .api import (limiters, metrics, overview, periodic, placeholders, processes, queues,
+                  sets, snapshots)
 from .assets import serve_asset
 from .auth import endpoint
 from .views_shell import admin_redirect_view, shell_view
@@ -35,8 +36,8 @@ app_name = "wurk"
 
 def _api_routes() -> list:
     routes = []
-    for module in (overview, processes, queues, sets, metrics, periodic, placeholders,
-                   snapshots):
+    for module in (overview, processes, queues, sets, metrics, periodic, limiters,
+                   placeholders, snapshots):
         entries = module.urls.items() if isinstance(module.urls, dict) else module.urls
         for route, view, *kwargs in entries:
             name = "api-meta" if route == "meta" else None
