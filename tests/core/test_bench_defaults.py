@@ -9,13 +9,24 @@ import os
 import pytest
 
 from benchmarks import cli
+from tests.support.redis_server import RedisServer
 from tests.support.ruby import require_sidekiq
 
 pytestmark = pytest.mark.slow
 
 
-def test_a_tiny_defaults_run_has_both_systems_rows(redis_url, tmp_path):
+@pytest.fixture
+def empty_redis():
+    """A server of its own: the bench refuses one holding keys, and a process of another
+    test still stopping could write to the suite's."""
+    server = RedisServer().start()
+    yield server.url
+    server.cleanup()
+
+
+def test_a_tiny_defaults_run_has_both_systems_rows(empty_redis, tmp_path):
     require_sidekiq()
+    redis_url = empty_redis
     parser = cli.argparse.ArgumentParser()
     cli.add_arguments(parser)
     args = parser.parse_args(["--sections", "defaults,throughput", "--sidekiq", "--shapes",

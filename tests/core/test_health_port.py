@@ -96,6 +96,8 @@ def test_a_supervisor_answers_for_its_children_and_sees_a_wedged_one(start_worke
     wait_until(lambda: other not in children(worker.pid), 10)
     wait_until(answering(port, "/ready", 200), 30, 0.05, "ready with the replacement")
     assert probe(port, "/live")[0] == 200
+    worker.send(signal.SIGTERM)
+    assert worker.wait(30) == 0
 
 
 def test_a_health_port_in_use_fails_the_boot_with_one_clean_line(start_worker, own_redis):

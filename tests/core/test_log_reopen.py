@@ -38,3 +38,5 @@ def test_usr2_after_logrotate_moves_the_file_writes_to_a_new_one(
                [json.dumps("after rotation").encode()], 20, message="the job")
     wait_until(lambda: "done" in text(log), 20, message="the job's lines in the new file")
     assert " done" not in text(rotated) and "reopened" not in text(rotated)
+    worker.send(signal.SIGTERM)  # graceful: a supervisor's children outlive a SIGKILL a while
+    assert worker.wait(30) == 0

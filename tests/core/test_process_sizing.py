@@ -105,6 +105,7 @@ def test_auto_follows_the_affinity_mask_of_the_process(start_worker):
         everything.wait_for_log(f"starting {CPUS} worker processes (processes 'auto': "
                                 f"{CPUS} CPUs in its affinity mask)")
         wait_until(lambda: len(children(everything.pid)) == CPUS, 20)
+        stop(everything)
 
 
 def cpu_cgroup(quota_us: int) -> Path:
@@ -156,6 +157,14 @@ def test_the_environment_sizes_a_worker_started_without_flags(start_worker, env,
     assert started_processes(worker) == count
     if "SIDEKIQ_MAXMEM_MB" in env:  # a memory cap runs the one process under a supervisor
         assert "starting 1 worker processes" in worker.log()
+    stop(worker)
+
+
+def stop(worker) -> None:
+    """A graceful stop: a supervisor SIGKILLed at teardown leaves its children stopping
+    (and writing to Redis) during the next test."""
+    worker.send(15)
+    assert worker.wait(30) == 0
 
 
 @pytest_slow
