@@ -35,6 +35,8 @@ const Periodic = lazy(() => import("./pages/Periodic"));
 const PeriodicLoop = lazy(() => import("./pages/PeriodicLoop"));
 const Limiters = lazy(() => import("./pages/Limiters"));
 const Limiter = lazy(() => import("./pages/Limiter"));
+const Batches = lazy(() => import("./pages/Batches"));
+const Batch = lazy(() => import("./pages/Batch"));
 
 const ROUTES: [RegExp, ComponentType<PageProps>, string][] = [
   [/^$/, Overview, "Overview"],
@@ -50,25 +52,14 @@ const ROUTES: [RegExp, ComponentType<PageProps>, string][] = [
   [/^periodic\/([^/]+)$/, PeriodicLoop, "Periodic job"],
   [/^limiters$/, Limiters, "Rate limiters"],
   [/^limiters\/([^/]+)$/, Limiter, "Rate limiter"],
-  [/^(batches)(?:\/.*)?$/, Unavailable, "Not available"],
+  [/^batches(?:\/(dead))?$/, Batches, "Batches"],
+  [/^batches\/([^/]+)$/, Batch, "Batch"],
 ];
 
 const TITLES: Record<string, string> = { retries: "Retries", scheduled: "Scheduled", dead: "Dead" };
 
 function NotFound() {
   return <Empty>There is no such page in the dashboard.</Empty>;
-}
-
-const UNAVAILABLE: Record<string, string> = { batches: "Batches" };
-
-/** Sections whose feature `api/meta` reports as off: nothing in this version creates them. */
-function Unavailable(props: PageProps) {
-  return (
-    <div class="w-page">
-      <h1>{UNAVAILABLE[props.params[0]]}</h1>
-      <Empty>{UNAVAILABLE[props.params[0]]} are not available in this version of Wurk yet.</Empty>
-    </div>
-  );
 }
 
 export function App() {

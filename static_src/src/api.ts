@@ -306,6 +306,66 @@ export interface LimiterDetail extends LimiterItem {
   server_time_ms: number;
 }
 
+/** One batch in `api/batches`, `api/batches/dead` and a batch's family; `exists` is false
+ * for an index entry whose batch has expired (the index is trimmed later). `done` counts
+ * the jobs that succeeded; `score_ms` is when it was created (dead batches: when it died). */
+export interface BatchRow {
+  bid: string;
+  exists: boolean;
+  description: string | null;
+  total: number;
+  pending: number;
+  failures: number;
+  done: number;
+  created_at_ms: number | null;
+  complete: boolean;
+  complete_at_ms: number | null;
+  success: boolean;
+  success_at_ms: number | null;
+  dead: boolean;
+  death_at_ms: number | null;
+  invalidated: boolean;
+  parent_bid: string | null;
+  tags: string[];
+  callback_queue: string;
+  score_ms: number | null;
+}
+
+export interface BatchPage extends Paged<BatchRow> {
+  tag: string;
+  q: string;
+}
+
+/** The first members of one of a batch's sets, and how many it has. */
+export interface Capped<T> {
+  items: T[];
+  total: number;
+}
+
+export interface BatchCallback {
+  event: string; // complete, success or death
+  target: string;
+  options: string; // JSON text
+  fired: boolean; // whether the event has fired (its callback jobs were pushed)
+}
+
+export interface BatchDetail extends BatchRow {
+  callback_class: string | null;
+  linger_s: number | null;
+  callbacks: BatchCallback[];
+  live: number; // jobs not yet run to the end
+  failed: Capped<string>; // jids failing now (in the retry set)
+  dead_jids: Capped<string>; // jids in the dead set
+  children: Capped<BatchRow>;
+  pending_children: number; // children not yet complete
+  parent: BatchRow | null;
+}
+
+export interface InvalidateResult extends MutationResult {
+  bid: string;
+  invalidated: number; // batches marked: this one and those below it
+}
+
 /** `api/snapshots`: the history snapshots of the last `range_s` seconds, oldest first.
  * Each row is `[at_ms, ...fields]` in the order of `fields`; a value is null where the
  * snapshot lacks it. `interval_s` is this process's RETAIN_HISTORY (null: not set here). */
@@ -467,4 +527,9 @@ export const api = {
   limiters: (query: { page: number; q: string; type: string }) => get<Limiters>("limiters", query),
   limiter: (name: string) => get<LimiterDetail>(`limiters/${seg(name)}`),
   resetLimiter: (name: string) => post<ResetResult>(`limiters/${seg(name)}/reset`),
+  batches: (query: { page: number; tag: string; q: string }) => get<BatchPage>("batches", query),
+  deadBatches: (query: { page: number }) => get<Paged<BatchRow>>("batches/dead", query),
+  batch: (bid: string) => get<BatchDetail>(`batches/${seg(bid)}`),
+  invalidateBatch: (bid: string) => post<InvalidateResult>(`batches/${seg(bid)}/invalidate`),
+  deleteBatch: (bid: string) => del(`batches/${seg(bid)}`),
 };

@@ -13,5 +13,5 @@ export function setSession(meta: Meta): void {
   session.canAct = !meta.read_only && meta.can_change;
 }
 
-/** Whether this version of the server offers a feature (batches and limiters: not yet). */
+/** Whether this version of the server offers a feature (profiles: not yet). */
 export const hasFeature = (feature: Feature): boolean => session.meta.features[feature];

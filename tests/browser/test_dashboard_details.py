@@ -161,14 +161,13 @@ def test_deleting_or_killing_one_row_asks_first(dashboard, admin_user, redis_cli
     assert redis_client.llen("queue:default") == 1
 
 
-def test_features_nothing_creates_yet_are_not_offered(dashboard, admin_user):
+def test_every_feature_of_this_version_is_offered(dashboard, admin_user):
     dashboard.login(admin_user)
     nav = dashboard.page.locator("nav.w-nav")
-    expect(nav.get_by_role("link", name="Periodic")).to_be_visible()
-    for name in ("Batches",):
-        expect(nav.get_by_role("link", name=name)).to_have_count(0)
+    for name in ("Periodic", "Batches", "Limiters"):
+        expect(nav.get_by_role("link", name=name)).to_be_visible()
     dashboard.open("batches")
-    expect(dashboard.page.locator("main")).to_contain_text("not available in this version")
+    expect(dashboard.page.locator("main")).to_contain_text("No batches yet")
 
 
 def test_a_queue_key_of_the_wrong_type_is_one_row_with_a_note(dashboard, admin_user,

@@ -21,10 +21,9 @@ pytestmark = pytest.mark.django_db
 
 GETS = ["meta", "health", "stats", "stats/history", "processes", "work", "queues",
         "queues/default", "queues/default/jobs", "sets/retries", "sets/scheduled", "sets/dead",
-        "metrics", "metrics/app.Job", "periodic", "limiters"]
+        "metrics", "metrics/app.Job", "periodic", "limiters", "batches", "batches/dead"]
 # Features with routes but nothing that creates their data yet (off in `meta`).
-UNAVAILABLE = [("GET", "batches"), ("GET", "batches/dead"), ("GET", "batches/abc"),
-               ("GET", "profiles"), ("GET", "profiles/abc/data")]
+UNAVAILABLE = [("GET", "profiles"), ("GET", "profiles/abc/data")]
 # Mutations that succeed for a superuser on the fixture data (`seeded`).
 MUTATIONS = [
     ("POST", "processes/quiet", None), ("POST", "processes/stop", None),
@@ -327,7 +326,7 @@ def test_features_nothing_creates_yet_say_so_and_meta_lists_them_as_off(config, 
     problem_of(Api(users["outsider"]).call(method, path, None), 403, "forbidden")
     features = ok(Api(users["viewer"]).get("meta"))["features"]
     assert features == {"metrics": True, "periodic": True, "queue_pause": True,
-                        "batches": False, "limiters": True, "profiles": False}
+                        "batches": True, "limiters": True, "profiles": False}
 
 
 def test_the_shell_is_not_reachable_through_api_paths(users):

@@ -20,7 +20,9 @@ import pytest
 
 from tests.django.dashboard_helpers import Api, users_fixture  # noqa: F401
 from wurk_django.core import Client as JobClient
-from wurk_django.core import deploy, keys
+from wurk_django.core import Batch, deploy, keys
+from wurk_django.core.batch_callbacks import fire_death
+from wurk_django.core.batch_redis import batch_keys, call
 from wurk_django.core.launcher import Launcher
 from wurk_django.core.limiter import Limiter
 from wurk_django.core.metrics import Metrics
@@ -56,6 +58,9 @@ CALLS = [
     ("GET periodic/:lid", "GET", f"periodic/{LID}", {}),
     ("GET snapshots", "GET", "snapshots", {"range": 3600}),
     ("GET batches", "GET", "batches", {}),
+    ("GET batches/dead", "GET", "batches/dead", {}),
+    ("GET batches/:bid", "GET", "batches/contract-parent", {}),
+    ("POST batches/:bid/invalidate", "POST", "batches/contract-broken/invalidate", {}),
     ("GET limiters", "GET", "limiters", {}),
     ("GET limiters/:name", "GET", "limiters/stripe-acct_42", {}),
     ("POST limiters/:name/reset", "POST", "limiters/stripe-acct_42/reset", {}),
@@ -128,6 +133,26 @@ def seed_limiters() -> None:
     Limiter.concurrent("erp", 50, wait_timeout=5).within_limit(lambda: None)
 
 
+def seed_batches(config) -> None:
+    """A parent batch with a child, and a batch with a failing and a dead job, as their
+    workers' scripts leave them."""
+    connection = connection_for(config)
+    with Batch.create("contract-parent", description="Nightly import", tags=["import"],
+                      on_success="shop.callbacks.Import"):
+        JobClient.enqueue_to("imports", "shop.tasks.load", 1)
+        with Batch.create("contract-child", description=XSS, tags=["import"]):
+            JobClient.enqueue_to("imports", "shop.tasks.load", 2)
+    with Batch.create("contract-broken", on_death=("shop.callbacks.Import", {"page": 1})):
+        failing = JobClient.enqueue_to("imports", "shop.tasks.load", 3)
+        dying = JobClient.enqueue_to("imports", "shop.tasks.load", 4)
+    for jid in (failing, dying):
+        call(connection, "batch_ack_failed",
+             batch_keys("contract-broken", "jids", "failed"), [jid])
+    call(connection, "batch_ack_complete",
+         batch_keys("contract-broken", "jids", "died", "failed", "pkids"), [dying])
+    fire_death(connection, config, "contract-broken")
+
+
 def shape(value, key: str | None = None):
     """Field names and JSON types of a value, lists reduced to their distinct shapes."""
     if isinstance(value, dict):
@@ -163,6 +188,7 @@ def test_the_mock_servers_fixture_has_the_real_apis_shape(config, redis_client, 
     seed_process(config)
     seed_metrics_and_loop(config, redis_client)
     seed_limiters()
+    seed_batches(config)
     recorded = record(Api(users["superuser"]))
     if RECORD:
         FIXTURE.write_text(json.dumps({

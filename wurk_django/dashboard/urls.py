@@ -10,8 +10,8 @@ answers `/admin/wurk/` (system check wurk.E202 catches that):
 from django.urls import path, register_converter
 
 from ..metrics_view import prometheus_metrics
-from .api import (limiters, metrics, overview, periodic, placeholders, processes, queues,
-                  sets, snapshots)
+from .api import (batches, limiters, metrics, overview, periodic, placeholders, processes,
+                  queues, sets, snapshots)
 from .assets import serve_asset
 from .auth import endpoint
 from .views_shell import admin_redirect_view, shell_view
@@ -36,7 +36,7 @@ app_name = "wurk"
 
 def _api_routes() -> list:
     routes = []
-    for module in (overview, processes, queues, sets, metrics, periodic, limiters,
+    for module in (overview, processes, queues, sets, metrics, periodic, limiters, batches,
                    placeholders, snapshots):
         entries = module.urls.items() if isinstance(module.urls, dict) else module.urls
         for route, view, *kwargs in entries:
@@ -50,6 +50,7 @@ def _api_routes() -> list:
 
 urlpatterns = [
     *_api_routes(),
+    *(path(route, view) for route, view in batches.status_urls.items()),
     path("static/<path:path>", serve_asset, name="asset"),
     path("static/", serve_asset, name="asset-root"),
     # Prometheus scrapes (token or IP allow-list; never the admin session). The SPA owns

@@ -17,11 +17,11 @@ from .sets import SET_ACTIONS
 
 HISTORY_DAYS = (1, 180)  # Sidekiq rejects `days` outside 1..180
 DEFAULT_HISTORY_DAYS = 30
-# What this version can show. Batches and profiles have pages and routes, but
-# nothing writes their data yet: they stay off (the SPA hides them, their endpoints answer
-# 501) until their engines land, when one switch here turns each on.
+# What this version can show. Profiles have pages and routes, but nothing writes their
+# data yet: they stay off (the SPA hides them, their endpoints answer 501) until their
+# engine lands, when one switch here turns it on.
 FEATURES = {"metrics": True, "periodic": True, "queue_pause": True,
-            "batches": False, "limiters": True, "profiles": False}
+            "batches": True, "limiters": True, "profiles": False}
 
 
 def now_ms() -> int:

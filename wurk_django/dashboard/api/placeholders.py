@@ -1,8 +1,7 @@
-"""`batches` and `profiles`: routes kept for when their engines land.
+"""`profiles`: routes kept for when their engine lands.
 
-Nothing in this version writes batches or profiles, so every one of
-these endpoints answers 501 `not_available` (and `api/meta` lists these features
-as off) rather than an empty list that would suggest there is simply nothing yet.
+Nothing in this version writes profiles, so every one of these endpoints answers 501
+`not_available` (and `api/meta` lists the feature as off) rather than an empty list that would suggest there is simply nothing yet.
 Turning a feature on in `overview.FEATURES` and routing real views here is all a later
 version needs.
 """
@@ -10,7 +9,7 @@ version needs.
 from ..auth import ApiError, endpoint
 from .overview import FEATURES
 
-NAMES = {"batches": "Batches", "profiles": "Profiles"}
+NAMES = {"profiles": "Profiles"}
 
 
 def _not_available(feature: str):
@@ -27,7 +26,5 @@ def _routes(feature: str, paths: list[tuple[str, str]]) -> dict:
 
 
 urls = {
-    **_routes("batches", [("batches", "GET"), ("batches/dead", "GET"),
-                          ("batches/<str:bid>", "GET")]),
     **_routes("profiles", [("profiles", "GET"), ("profiles/<str:key>/data", "GET")]),
 }
