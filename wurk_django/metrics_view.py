@@ -60,7 +60,7 @@ def refusal(request, endpoint: "conf.MetricsEndpoint") -> HttpResponse | None:
 
 def prometheus_metrics(request) -> HttpResponse:
     """The cluster's gauges and counters, read from Redis in one round trip."""
-    from .core.prometheus import cluster_exposition
+    from .core.api.prometheus import cluster_exposition
     try:
         endpoint = conf.metrics_endpoint()
     except ConfigurationError as exc:
@@ -69,9 +69,10 @@ def prometheus_metrics(request) -> HttpResponse:
     refused = refusal(request, endpoint)
     if refused is not None:
         return refused
+    config = get_default_config()
     try:
-        body, content_type = cluster_exposition(connection_for(get_default_config()),
-                                                request.headers.get("Accept", ""))
+        body, content_type = cluster_exposition(connection_for(config),
+                                                request.headers.get("Accept", ""), config)
     except ConfigurationError as exc:  # prometheus_client is not installed
         logger.error("The metrics endpoint cannot answer: %s", exc)
         return _text(500, str(exc))

@@ -1,6 +1,7 @@
 """Prometheus: the cluster's gauges read in one round trip whatever the queues hold, read
 back with prometheus_client's own parser; a worker's metrics port counting its own jobs."""
 
+import signal
 import socket
 import time
 import urllib.request
@@ -11,10 +12,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support.redis_server import free_port
 from tests.support.workers import wait_until
 from wurk_django.core import Client, Config, keys
+from wurk_django.core.api.prometheus import cluster_exposition
 from wurk_django.core.launcher import Launcher
 from wurk_django.core.metrics_port import MetricsPort
 from wurk_django.core.payload import dumps
-from wurk_django.core.prometheus import PrometheusJobMetrics, cluster_exposition
+from wurk_django.core.prometheus import PrometheusJobMetrics
 from wurk_django.core.redis import connection_for
 
 
@@ -28,7 +30,7 @@ def samples(text: str) -> dict:
 
 
 def scrape(config) -> dict:
-    body, content_type = cluster_exposition(connection_for(config))
+    body, content_type = cluster_exposition(connection_for(config), config=config)
     assert content_type.startswith("text/plain; version=")
     return samples(body.decode())
 
@@ -101,7 +103,7 @@ def _fill(redis_client, queues: int, jobs_per_queue: int) -> None:
 
 def _scrape_cost(config, redis_client) -> tuple[int, int]:
     """(commands Redis ran, round trips) for one scrape, from INFO around it."""
-    cluster_exposition(connection_for(config))  # the first call loads the script
+    cluster_exposition(connection_for(config), config=config)  # this loads the script
 
     def reading():
         info = redis_client.info("all")
@@ -110,7 +112,7 @@ def _scrape_cost(config, redis_client) -> tuple[int, int]:
         return commands, info["total_writes_processed"]
 
     commands, writes = reading()
-    cluster_exposition(connection_for(config))
+    cluster_exposition(connection_for(config), config=config)
     commands_after, writes_after = reading()
     # One reply write is the first INFO's own.
     return commands_after - commands, writes_after - writes - 1
@@ -133,6 +135,30 @@ def test_a_scrape_costs_one_round_trip_and_o_of_queues_commands_not_o_of_jobs(co
     assert small[1] == 1 and more_queues[1] == 1
     # Each queue adds its LLEN and the LINDEX of its oldest job.
     assert more_queues[0] - small[0] == 10 * 2
+
+
+def test_rate_limiters_report_their_use_and_cost_round_trips_only_when_they_exist(
+        config, redis_client):
+    from wurk_django.core.limiter import Limiter
+    _fill(redis_client, 10, 10)
+    without = _scrape_cost(config, redis_client)
+    stripe = Limiter.concurrent("stripe-acct_42", 5, wait_timeout=0)
+    stripe.acquire().take()
+    Limiter.concurrent("erp", 50, wait_timeout=5).within_limit(lambda: None)
+
+    found = scrape(config)
+    with_limiters = _scrape_cost(config, redis_client)
+    print(f"scrape cost (commands, round trips): no limiters {without}, "
+          f"2 limiters {with_limiters}")
+
+    stripe_labels = (("limiter", "stripe-acct_42"), ("type", "concurrent"))
+    erp_labels = (("limiter", "erp"), ("type", "concurrent"))
+    assert found[("wurk_limiter_used", stripe_labels)] == 1
+    assert found[("wurk_limiter_limit", stripe_labels)] == 5
+    assert found[("wurk_limiter_available", stripe_labels)] == 4
+    assert found[("wurk_limiter_used", erp_labels)] == 0
+    assert found[("wurk_limiter_held_total", erp_labels)] == 1
+    assert without[1] == 1 and with_limiters[1] > 1
 
 
 # --- a worker's own port ------------------------------------------------------------------
@@ -186,6 +212,8 @@ def test_each_child_of_a_supervisor_listens_on_the_port_plus_its_slot(start_work
     for child_port in (port, port + 1):
         worker.wait_for_log(f"Serving metrics on http://127.0.0.1:{child_port}/metrics", 30)
         assert "wurk_process_threads 1.0" in _get(f"http://127.0.0.1:{child_port}/metrics")
+    worker.send(signal.SIGTERM)  # graceful: a SIGKILLed supervisor's children drain on
+    assert worker.wait(30) == 0
 
 
 def _free(port: int) -> bool:

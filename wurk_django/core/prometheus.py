@@ -1,13 +1,11 @@
-"""Prometheus metrics through `prometheus_client` (the `prometheus` extra): the cluster's
-gauges and counters read from Redis at scrape time in one round trip, and a worker
-process's own job counters, fed by a server middleware installed only when its metrics
-port is configured."""
+"""Prometheus metrics through `prometheus_client` (the `prometheus` extra) for one worker
+process: its own job counters, fed by a server middleware installed only when its
+metrics port is configured. The cluster's metrics are the data API's (api/prometheus.py)."""
 
 import time
 
 from .errors import ConfigurationError
 from .metrics import metric_class
-from .snapshot import ClusterSnapshot, read_snapshot
 
 INSTALL_HINT = "pip install 'wurk-django[prometheus]'"
 # Seconds; jobs run from milliseconds to many minutes.
@@ -23,72 +21,6 @@ def require(field: str):
         raise ConfigurationError(f"{field} needs the prometheus_client package: "
                                  f"{INSTALL_HINT}", field=field) from None
     return prometheus_client
-
-
-# --- the cluster, read at scrape time -------------------------------------------------
-
-class ClusterCollector:
-    """A collector that takes one snapshot per scrape (one Lua call, O(queues))."""
-
-    def __init__(self, connection):
-        self.connection = connection
-
-    def describe(self):
-        return []  # registering must not scrape Redis
-
-    def collect(self):
-        return cluster_families(read_snapshot(self.connection))
-
-
-def cluster_families(snapshot: ClusterSnapshot) -> list:
-    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
-    def gauge(name: str, documentation: str, value, labels=None):
-        family = GaugeMetricFamily(name, documentation, labels=labels)
-        if value is not None:
-            family.add_metric([], value)
-        return family
-
-    size = GaugeMetricFamily("wurk_queue_size", "Jobs waiting in the queue.", labels=["queue"])
-    latency = GaugeMetricFamily("wurk_queue_latency_seconds", "Seconds the oldest job of the "
-                                "queue has waited since it was enqueued.", labels=["queue"])
-    paused = GaugeMetricFamily("wurk_queue_paused", "1 while the queue is paused.",
-                               labels=["queue"])
-    for queue in snapshot.queues:
-        if queue.size is not None:
-            size.add_metric([queue.name], queue.size)
-            latency.add_metric([queue.name], queue.latency_s)
-        paused.add_metric([queue.name], 1 if queue.paused else 0)
-    processed = CounterMetricFamily("wurk_processed", "Jobs run by every process, ever "
-                                    "(Sidekiq's stat:processed).")
-    failed = CounterMetricFamily("wurk_failed", "Jobs that raised, ever (stat:failed).")
-    for family, value in ((processed, snapshot.processed), (failed, snapshot.failed)):
-        if value is not None:
-            family.add_metric([], value)
-    return [size, latency, paused, processed, failed,
-            gauge("wurk_scheduled_jobs", "Jobs in the schedule set.", snapshot.scheduled),
-            gauge("wurk_retry_jobs", "Jobs waiting for a retry.", snapshot.retries),
-            gauge("wurk_dead_jobs", "Jobs in the dead set.", snapshot.dead),
-            gauge("wurk_enqueued_jobs", "Jobs waiting in every queue.", snapshot.enqueued),
-            gauge("wurk_processes", "Live worker processes (Wurk and Sidekiq).",
-                  len(snapshot.processes)),
-            gauge("wurk_busy_threads", "Threads running a job, over every process.",
-                  snapshot.busy),
-            gauge("wurk_threads", "Threads of every live process (their concurrency).",
-                  snapshot.concurrency)]
-
-
-def cluster_exposition(connection, accept: str = "") -> tuple[bytes, str]:
-    """The cluster's metrics in the format the scraper asked for, with its content type.
-
-    Raises a Wurk RedisFailure when Redis cannot be read: the scrape fails (`up` is 0)
-    rather than reporting zeros.
-    """
-    prometheus_client = require("the Prometheus endpoint")
-    registry = prometheus_client.CollectorRegistry(auto_describe=False)
-    registry.register(ClusterCollector(connection))
-    encoder, content_type = prometheus_client.exposition.choose_encoder(accept)
-    return encoder(registry), content_type
 
 
 # --- one worker process ------------------------------------------------------------------

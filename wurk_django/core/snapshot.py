@@ -37,6 +37,7 @@ class ClusterSnapshot:
     dead: int | None
     queues: tuple[QueueSnapshot, ...] = ()
     processes: tuple[ProcessSnapshot, ...] = ()
+    limiters: int = 0  # rate limiters named in `lmtr-list` (their use is read apart)
     taken_at: float = field(default_factory=time.time)
 
     @property
@@ -57,13 +58,13 @@ def read_snapshot(connection) -> ClusterSnapshot:
     script = connection.script(SCRIPT)
     reply = connection.read(script, keys=[keys.STAT_PROCESSED, keys.STAT_FAILED, keys.SCHEDULE,
                                           keys.RETRY, keys.DEAD, keys.QUEUES, keys.PROCESSES,
-                                          keys.PAUSED],
+                                          keys.PAUSED, keys.LIMITER_LIST],
                             args=[keys.QUEUE_PREFIX])
     return parse(reply, time.time())
 
 
 def parse(reply: list, now: float) -> ClusterSnapshot:
-    processed, failed, scheduled, retries, dead, queues, processes = reply
+    processed, failed, scheduled, retries, dead, queues, processes, limiters = reply
     return ClusterSnapshot(
         processed=_counter(processed), failed=_counter(failed), scheduled=_size(scheduled),
         retries=_size(retries), dead=_size(dead),
@@ -71,7 +72,7 @@ def parse(reply: list, now: float) -> ClusterSnapshot:
         processes=tuple(ProcessSnapshot(_text(processes[i]), int(processes[i + 1]),
                                         int(processes[i + 2]))
                         for i in range(0, len(processes), 3)),
-        taken_at=now)
+        limiters=_size(limiters) or 0, taken_at=now)
 
 
 def _queues(flat: list, now: float):

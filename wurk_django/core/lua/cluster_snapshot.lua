@@ -1,11 +1,12 @@
 -- The cluster's numbers in one round trip: what a Prometheus scrape and a history
 -- snapshot read. The work is O(queues + processes): sizes come from LLEN/ZCARD and a
 -- queue's latency from its oldest job alone, never from a walk over the jobs.
--- KEYS: stat:processed, stat:failed, schedule, retry, dead, queues, processes, paused.
+-- KEYS: stat:processed, stat:failed, schedule, retry, dead, queues, processes, paused,
+-- lmtr-list (the rate limiters' names: only their count is read here).
 -- ARGV[1]: the queue key prefix ("queue:").
 -- Returns {processed, failed, scheduled, retries, dead,
 --          {queue, size, oldest enqueued_at as JSON text or false, paused 0/1, ...},
---          {identity, busy, concurrency, ...}}.
+--          {identity, busy, concurrency, ...}, limiters}.
 -- A key that holds another type than Wurk keeps there reads as -1 (a size), false (a
 -- latency), "WRONGTYPE" (a counter) or is left out (a process), so one stray key costs
 -- one sample, not the scrape.
@@ -84,4 +85,4 @@ for _, identity in ipairs(members(KEYS[7])) do
 end
 
 return {counter(KEYS[1]), counter(KEYS[2]), size("ZCARD", KEYS[3]), size("ZCARD", KEYS[4]),
-        size("ZCARD", KEYS[5]), queues, processes}
+        size("ZCARD", KEYS[5]), queues, processes, size("SCARD", KEYS[9])}
