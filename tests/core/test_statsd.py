@@ -201,3 +201,39 @@ def test_a_new_batch_is_counted_once(listener, redis_url, config):
 
     lines = listener.wait_for("sidekiq.batch.created")
     assert lines.count("sidekiq.batch.created:1|c") == 1
+
+
+@pytest.mark.slow
+def test_a_job_skipped_as_expired_is_counted(start_worker, listener, config, redis_client):
+    start_worker("-c", "1", require=None, command=MANAGE, env=SETTINGS)
+    redis_client.sadd(keys.QUEUES, "default")
+    redis_client.lpush(keys.queue("default"), dumps({
+        "class": "tests.core.jobs.record", "args": ["late"], "jid": "e" * 24,
+        "queue": "default", "expiry": time.time() - 60}))
+
+    lines = listener.wait_for("sidekiq.jobs.expired")
+    assert "sidekiq.jobs.expired:1|c|#class:tests.core.jobs.record" in lines
+    assert redis_client.llen("test:results") == 0  # skipped, not run
+
+
+def test_pushes_replayed_from_the_reliable_push_buffer_are_counted(listener, redis_url):
+    from wurk_django.core.errors import RedisUnavailableError
+    from wurk_django.core.push_buffer import PushBuffer
+    config = Config(redis_url=redis_url, statsd=statsd_client)
+    sent, down, clock = [], {"now": True}, {"s": 0.0}
+
+    def send(connection, deliveries):
+        if down["now"]:
+            raise RedisUnavailableError("Redis at test: connection refused")
+        sent.extend(deliveries)
+
+    buffer = PushBuffer(connection_for(config), config, send, clock=lambda: clock["s"])
+    buffer.push([("one",)])
+    buffer.push([("two",), ("three",)])
+    down["now"] = False
+    clock["s"] = 3600.0  # the back-off is over
+    assert buffer.drain() and len(sent) == 3
+
+    lines = listener.wait_for("sidekiq.jobs.recovered.push")
+    assert sum(int(_metric(line)[1]) for line in lines
+               if line.startswith("sidekiq.jobs.recovered.push:")) == 3

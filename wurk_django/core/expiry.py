@@ -13,7 +13,7 @@ import logging
 import time
 from datetime import UTC, datetime
 
-from . import keys
+from . import keys, statsd
 from .features import HOOKS, PUSH, ClientHook, JobHook
 from .metrics import MINUTE_TTL_S, TEN_MINUTE_TTL_S, metric_class
 from .redis import REDIS_ERRORS
@@ -52,6 +52,7 @@ def _around(run, proceed):
     logger.info("expired %s jid=%s skipped: it had to start by %s", job.get("class"),
                 job.get("jid"), _when(job["expiry"]))
     _count(run.connection, metric_class(job))
+    statsd.increment(run.config, "jobs.expired", [f"class:{metric_class(job)}"])
     return None  # a success: acknowledged, not retried, done for its batch
 
 

@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from . import statsd
 from .errors import BufferOverflow, RedisCommandError, RedisUnavailableError
 from .outage import NoticeThrottle, OutageLog
 from .redis import REDIS_ERRORS
@@ -131,6 +132,7 @@ class PushBuffer:
                 while self._entries and self._entries[0][0] <= last:
                     self._entries.popleft()
                 self.replayed += len(chunk)
+            statsd.increment(self._config, "jobs.recovered.push", value=len(chunk))
 
     def _failed(self, exc: BaseException, started: float) -> None:
         self._retry_at = self._clock() + RETRY_AFTER_S
