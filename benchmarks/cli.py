@@ -11,13 +11,14 @@ from pathlib import Path
 
 import redis
 
-from . import defaults, measure, peers, runner, sidekiq_peer
+from . import defaults, limiters, measure, peers, runner, sidekiq_peer
 from .revisions import Worktrees
 from .server import PrivateRedis
 from .targets import BenchError, project_worker_argv, wurk_target
 
-SECTIONS = ("throughput", "enqueue", "latency", "boot", "paging", "defaults")
-DEFAULT_SECTIONS = SECTIONS[:5]  # `defaults` (each system's default command) on request
+SECTIONS = ("throughput", "enqueue", "latency", "boot", "paging", "defaults", "limiters")
+# On request: `defaults` (each system's default command), `limiters` (Wurk's rate limiters).
+DEFAULT_SECTIONS = SECTIONS[:5]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,6 +77,8 @@ def build_trials(args) -> list:
         trials.append(measure.Paging(tuple(args.paging_sizes)))
     if "defaults" in sections:
         trials += defaults.trials(args.shapes, args.scale)
+    if "limiters" in sections:
+        trials += limiters.trials(args.scale)
     return trials
 
 

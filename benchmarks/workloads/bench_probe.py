@@ -4,6 +4,7 @@
     python -m bench_probe SYSTEM enqueue N         PING loop, then N single pushes, bulk
     python -m bench_probe SYSTEM latency N GAP_MS  push one job at a time to an idle worker
     python -m bench_probe wurk paging REPEAT SIZE...
+    python -m bench_probe wurk limiters calls N | fill SHAPE N   (bench_limited.py)
 
 Prints one JSON object on its last line. Runs `bench_<SYSTEM>` from this directory, so
 the revision or peer on PYTHONPATH is the one measured.
@@ -112,7 +113,13 @@ def paging(app, repeat: str, *sizes: str) -> dict:
     return {"rows": bench_paging.measure(client, [int(s) for s in sizes], int(repeat))}
 
 
-COMMANDS = {"fill": fill, "enqueue": enqueue, "latency": latency, "paging": paging}
+def limiters(app, *args: str) -> dict:
+    import bench_limited  # Wurk only: the rate limiters and task concurrency
+    return bench_limited.probe(*args)
+
+
+COMMANDS = {"fill": fill, "enqueue": enqueue, "latency": latency, "paging": paging,
+            "limiters": limiters}
 
 
 def main(argv: list[str]) -> None:

@@ -1,0 +1,109 @@
+"""The `limiters` section (Wurk only): what each rate limiter costs per call, what a job
+inside a limiter that is never hit costs, and how fast a task limited to two at once in
+the cluster drains. Task modules: benchmarks/workloads/bench_limited.py.
+"""
+
+from dataclasses import dataclass
+
+from .measure import Context, Sample, Throughput
+from .targets import Target, Workers
+
+KINDS = ("concurrent", "bucket", "window", "leaky", "points")
+CONCURRENCY_JOB_S = 0.05  # bench_limited.two_at_a_time's sleep
+CONCURRENCY = 2
+
+
+class _WithLimitedTasks:
+    """A target whose probe fills and whose workers load bench_limited's tasks too."""
+
+    def __init__(self, target: Target):
+        self._target = target
+
+    def __getattr__(self, name):
+        return getattr(self._target, name)
+
+    def probe(self, redis_url: str, *args):
+        if args[0] == "fill":
+            return self._target.probe(redis_url, "limiters", *args)
+        return self._target.probe(redis_url, *args)
+
+    def start(self, redis_url: str, threads: int, processes: int, log_path) -> Workers:
+        argvs = [[*argv, "--require", "bench_limited"]
+                 for argv in self._target.worker_argv(self._target, threads, processes)]
+        return Workers(argvs, self._target.env(redis_url), self._target.cwd, log_path)
+
+
+@dataclass
+class LimiterCalls:
+    """within_limit of each limiter, never hit, from one thread; the PING loop beside it."""
+
+    count: int = 5_000
+
+    def applies(self, target: Target) -> bool:
+        return target.system == "wurk"
+
+    def run(self, ctx: Context, target: Target) -> list[Sample]:
+        ctx.client.flushall()
+        rows = target.probe(ctx.redis_url, "limiters", "calls", self.count)
+        samples = [Sample("PING from one thread, per call", "µs", rows["ping"]["us_per_call"],
+                          False)]
+        for kind in KINDS:
+            row = rows[kind]
+            where = f"{kind} limiter, within_limit never hit"
+            samples += [Sample(f"{where}, per call", "µs", row["us_per_call"], False),
+                        Sample(f"{where}, Redis round trips per call", "per job",
+                               row["round_trips"], False),
+                        Sample(f"{where}, Redis commands per call (inside its scripts "
+                               f"too)", "per job", row["commands"], False)]
+        return samples
+
+
+@dataclass
+class LimitedJobs:
+    """noop jobs, then the same inside a concurrent limiter that is never hit, on one
+    worker of `threads` threads: the jobs/s of each and what the limiter adds per job."""
+
+    threads: int
+    jobs: int
+
+    def applies(self, target: Target) -> bool:
+        return target.system == "wurk"
+
+    def run(self, ctx: Context, target: Target) -> list[Sample]:
+        plain = Throughput("noop", self.threads, 1, self.jobs).run(ctx, target)[0]
+        limited = Throughput("limited", self.threads, 1, self.jobs).run(
+            ctx, _WithLimitedTasks(target))[0]
+        where = f"{self.threads} threads x 1 process"
+        added = limited.details["round_trips_per_job"] - plain.details["round_trips_per_job"]
+        return [Sample(f"noop jobs/s inside a concurrent limiter never hit, {where}", "jobs/s",
+                       limited.value, details=limited.details),
+                Sample(f"same / noop jobs/s without it, {where}", "%",
+                       100 * limited.value / plain.value),
+                Sample(f"Redis round trips the limiter adds per job, {where}", "per job",
+                       added, False)]
+
+
+@dataclass
+class ConcurrencyDrain:
+    """Jobs of 50 ms limited to two at once in the cluster, on 2 processes x 10 threads:
+    the drain time against the ideal of two jobs always running."""
+
+    jobs: int = 200
+
+    def applies(self, target: Target) -> bool:
+        return target.system == "wurk"
+
+    def run(self, ctx: Context, target: Target) -> list[Sample]:
+        run = Throughput("two_at_a_time", 10, 2, self.jobs).run(ctx, _WithLimitedTasks(target))
+        details = run[0].details
+        # From the first completion to the last: every job but the first, two at a time.
+        ideal = details["timed_jobs"] * CONCURRENCY_JOB_S / CONCURRENCY
+        return [Sample(f"task concurrency=2, {self.jobs} x 50 ms jobs on 2 processes x 10 "
+                       f"threads: drain time / ideal", "x", details["seconds"] / ideal, False,
+                       details)]
+
+
+def trials(scale: float) -> list:
+    return [LimiterCalls(max(50, int(5_000 * scale))),
+            LimitedJobs(10, max(20, int(10_000 * scale))),
+            ConcurrencyDrain(max(20, int(200 * scale)))]
