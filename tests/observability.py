@@ -116,3 +116,12 @@ def memory_exporter():
         trace.set_tracer_provider(provider)
     _memory.clear()
     return _memory
+
+
+@wurk_task(retry=5)
+def saturated():
+    """Always over its limit (a second slot of a mutex it holds), with a cap of one
+    reschedule: its first run sends it to the dead set."""
+    from wurk_django.core.limiter import Limiter
+    limiter = Limiter.concurrent("obs-saturated", 1, wait_timeout=0, reschedule=1)
+    limiter.within_limit(lambda: limiter.within_limit(lambda: None))

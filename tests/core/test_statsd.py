@@ -237,3 +237,14 @@ def test_pushes_replayed_from_the_reliable_push_buffer_are_counted(listener, red
     lines = listener.wait_for("sidekiq.jobs.recovered.push")
     assert sum(int(_metric(line)[1]) for line in lines
                if line.startswith("sidekiq.jobs.recovered.push:")) == 3
+
+
+@pytest.mark.slow
+def test_a_job_its_limiter_keeps_refusing_is_counted_as_rate_limited(
+        start_worker, listener, config, redis_client):
+    start_worker("-c", "1", require=None, command=MANAGE, env=SETTINGS)
+    Client(config).push({"class": "tests.observability.saturated", "args": []})
+
+    lines = listener.wait_for("sidekiq.jobs.rate_limited")
+    assert "sidekiq.jobs.rate_limited:1|c|#worker:tests.observability.saturated" in lines
+    wait_until(lambda: redis_client.zcard(keys.DEAD) == 1, 10, message="the dead job")

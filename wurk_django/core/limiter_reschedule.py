@@ -12,10 +12,11 @@ import math
 import random
 import time
 
-from . import keys
+from . import keys, statsd
 from .errors import OverLimit
 from .features import HOOKS, ErrorHook, JobRun
 from .limiter_algorithms import SCRIPTS, SETTINGS
+from .metrics import metric_class
 from .payload import dumps, error_class, error_message, loads
 from .redis import REDIS_ERRORS
 from .retry import RetryHandled, run_death_handlers
@@ -92,6 +93,7 @@ def _brake(run: JobRun, job: dict, exc: BaseException):
     config = run.config
     if _move(run, keys.DEAD, dumps(job), now,
              trim=(now - config.dead_timeout_in_seconds, config.dead_max_jobs)):
+        statsd.increment(config, "jobs.rate_limited", [f"worker:{metric_class(job)}"])
         run_death_handlers(config, job, exc)
     raise RetryHandled() from exc
 
