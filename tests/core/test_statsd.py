@@ -248,3 +248,16 @@ def test_a_job_its_limiter_keeps_refusing_is_counted_as_rate_limited(
     lines = listener.wait_for("sidekiq.jobs.rate_limited")
     assert "sidekiq.jobs.rate_limited:1|c|#worker:tests.observability.saturated" in lines
     wait_until(lambda: redis_client.zcard(keys.DEAD) == 1, 10, message="the dead job")
+
+
+@pytest.mark.slow
+def test_a_job_that_cannot_be_decrypted_is_counted(start_worker, listener, redis_client):
+    start_worker("-c", "1", require=None, command=MANAGE, env=SETTINGS)
+    redis_client.sadd(keys.QUEUES, "default")
+    redis_client.lpush(keys.queue("default"), dumps({
+        "class": "tests.core.jobs.record", "args": [{"__wurk_enc__": True}],  # no key, no iv
+        "jid": "c" * 24, "queue": "default", "encrypt": True}))
+
+    lines = listener.wait_for("sidekiq.jobs.encryption_error")
+    assert "sidekiq.jobs.encryption_error:1|c|#worker:tests.core.jobs.record" in lines
+    wait_until(lambda: redis_client.zcard(keys.DEAD) == 1, 10, message="the dead job")

@@ -25,8 +25,10 @@ import os
 import threading
 from typing import Any
 
+from . import statsd
 from .errors import ConfigurationError, EncryptionError
 from .features import HOOKS, ClientHook, JobHandled, JobHook
+from .metrics import metric_class
 from .payload import dumps, error_class, error_message, loads
 from .retry import run_death_handlers, send_to_dead
 
@@ -254,6 +256,7 @@ def bury(run, exc: BaseException) -> None:
     logger.warning("%s jid=%s cannot be decrypted and goes to the dead set: %s",
                    job.get("class"), job.get("jid"), exc)
     send_to_dead(run.connection, run.config, dumps(job))
+    statsd.increment(run.config, "jobs.encryption_error", [f"worker:{metric_class(job)}"])
     run_death_handlers(run.config, job, exc)
 
 
