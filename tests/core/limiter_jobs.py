@@ -150,6 +150,7 @@ def limited(n: int):
     def work():
         time.sleep(0.02)
         r.rpush("lt:done", n)
+        r.rpush("lt:done-at", repr(time.time()))
 
     limiter.within_limit(work)
 

@@ -3,12 +3,14 @@ threads, a SIGKILLed holder's slot comes back after lock_timeout (never before, 
 much later), every rate stays within its limit in every interval while using it fully,
 and over-limit jobs are rescheduled (same jid) without being lost, doubled or failed."""
 
+import importlib
 import json
 
 import pytest
 
+from tests.core import batch_jobs
 from tests.support.workers import WorkerProcess, wait_until, worker_env
-from wurk_django.core import Client, keys
+from wurk_django.core import Batch, Client, keys
 from wurk_django.core.api import DeadSet
 from wurk_django.core.limiter import Limiter
 from wurk_django.core.payload import loads
@@ -202,6 +204,33 @@ def test_over_limit_jobs_are_rescheduled_with_their_jid_none_lost_none_doubled(
     assert redis_client.zcard(keys.RETRY) == 0 and redis_client.zcard(keys.DEAD) == 0
     stats = redis_client.hget("lmtr-stats:lt-resched", "reschedules")
     assert int(stats) == len(handled)
+
+
+@pytest.fixture
+def tasks():
+    """The job module imported here too, to push its tasks inside a batch block."""
+    module = importlib.import_module(JOBS)
+    yield module
+    Limiter.configure(errors=[], backoff=None)
+
+
+def test_a_rescheduled_job_is_neither_success_nor_failure_for_its_batch(
+        config, start_worker, redis_client, quick_backoff, tasks):
+    with Batch(on_success=batch_jobs.Recorder, on_complete=batch_jobs.Recorder) as batch:
+        for n in range(10):
+            tasks.limited.perform_async(n)
+    start_worker("-c", "5", *FAST, "--require", "tests.core.batch_jobs", require=JOBS,
+                 env=quick_backoff)
+    wait_until(lambda: len(batch_jobs.events(redis_client, "callbacks")) == 2, 60, 0.1,
+               "the batch's callbacks")
+    assert sorted(int(n) for n in redis_client.lrange("lt:done", 0, -1)) == list(range(10))
+    assert int(redis_client.hget("lmtr-stats:lt-resched", "reschedules")) > 0
+    last_done = max(float(t) for t in redis_client.lrange("lt:done-at", 0, -1))
+    for event in batch_jobs.events(redis_client, "callbacks"):
+        # Fired once every job had run, never by a reschedule counted as an end.
+        assert event["at"] >= last_done and (event["pending"], event["failures"]) == (0, 0)
+    assert sorted(e["event"] for e in batch_jobs.events(redis_client, "callbacks")) == \
+        ["complete", "success"]
 
 
 def test_a_429_from_a_client_library_reschedules_the_job_instead_of_failing_it(
