@@ -71,7 +71,9 @@ def settle(run: JobRun, exc: BaseException) -> bool:
     if cap == 0:
         return False
     if job["overrated"] >= cap:
-        _brake(run, job, exc)
+        if _brake(run, job, exc):
+            raise RetryHandled() from exc  # a death: booked as the failure it is
+        return True  # another copy of it exists: this run settles nothing
     at = time.time() + backoff_s(limiter, job, exc, run.config)
     job.pop("enqueued_at", None)  # as any scheduled push: it is not enqueued yet
     if _move(run, keys.SCHEDULE, dumps(job), at) and limiter is not None:
@@ -79,11 +81,11 @@ def settle(run: JobRun, exc: BaseException) -> bool:
     return True
 
 
-def _brake(run: JobRun, job: dict, exc: BaseException):
+def _brake(run: JobRun, job: dict, exc: BaseException) -> bool:
     """Still refused after `cap` reschedules: the limiter is saturated, so the job goes
     to the dead set (not into retries, which would add 25 more rounds), its death hooks
     and handlers run, and it is acked. Its count starts again from zero, so a retry from
-    the dead set gets a full round of reschedules."""
+    the dead set gets a full round of reschedules. False when it was not ours to move."""
     count = job.pop("overrated")
     job["error_class"] = error_class(exc)
     job["error_message"] = f"{DEAD_REASON}: {error_message(exc)} (overrated={count})"
@@ -95,7 +97,8 @@ def _brake(run: JobRun, job: dict, exc: BaseException):
              trim=(now - config.dead_timeout_in_seconds, config.dead_max_jobs)):
         statsd.increment(config, "jobs.rate_limited", [f"worker:{metric_class(job)}"])
         run_death_handlers(config, job, exc)
-    raise RetryHandled() from exc
+        return True
+    return False
 
 
 def _move(run: JobRun, target: str, member: bytes, score: float, trim=None) -> bool:
