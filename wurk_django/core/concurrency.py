@@ -21,6 +21,7 @@ from .errors import JobArgumentError
 from .features import HOOKS, ClientHook, JobHandled, JobHook, JobRun
 from .limiter_algorithms import SCRIPTS
 from .options import concurrency_limit
+from .outage import OutageLog
 from .payload import dumps, loads
 from .redis import REDIS_ERRORS
 from .registry import REGISTRY
@@ -94,7 +95,7 @@ def around(run: JobRun, call_next):
         parked = dumps({**loads(run.raw), FIELD: spec})
     jid = str(run.job.get("jid"))
     slots = keys.concurrency_slots(spec["key"])
-    KEEPER.ensure(run.connection)
+    KEEPER.ensure(run.config, run.connection)
     if _acquire(run, spec, slots, parked) != 1:
         raise JobHandled()
     KEEPER.hold(slots, jid, spec["lease_s"])
@@ -150,7 +151,7 @@ class Keeper:
         self._pid = 0
         self._connection = None
 
-    def ensure(self, connection) -> None:
+    def ensure(self, config, connection) -> None:
         if self._pid == os.getpid() and self._loop is not None:
             return
         with self._lock:
@@ -158,7 +159,11 @@ class Keeper:
                 self._held, self._loop, self._pid = {}, None, os.getpid()
             if self._loop is None:
                 self._connection = connection
-                self._loop = TimerLoop("wurk-concurrency-keeper", KEEPER_TICK_S, self.tick)
+                # One warning when Redis goes away and one when it is back, not one a tick.
+                outage = OutageLog("concurrency keeper", config, "Could not renew the "
+                                   "leases of running concurrency-limited jobs")
+                self._loop = TimerLoop("wurk-concurrency-keeper", KEEPER_TICK_S, self.tick,
+                                       outage=outage)
                 self._loop.start()
 
     def hold(self, slots: str, jid: str, lease_s: float) -> None:
