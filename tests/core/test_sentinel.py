@@ -1,11 +1,23 @@
 """`redis+sentinel://` URLs: what they name, the errors a bad one gets, passwords reaching
-the master and the Sentinels of a real cluster, TLS options reaching both, and a worker
-given only the Sentinels' addresses running jobs (tests/support/sentinel_cluster.py)."""
+the master and the Sentinels of a real cluster, TLS to a real TLS Sentinel and master, and
+a worker given only the Sentinels' addresses running jobs (tests/support/sentinel_cluster.py)."""
+
+import shutil
+import subprocess
 
 import pytest
+import redis
 
-from tests.support.sentinel_cluster import SentinelCluster, require_sentinel
-from wurk_django.core import Config
+from tests.core.failover_jobs import LEDGER
+from tests.support.redis_server import RedisServer, free_port
+from tests.support.sentinel_cluster import (
+    SERVICE,
+    SentinelCluster,
+    require_sentinel,
+    sentinel_binary,
+)
+from tests.support.workers import wait_until
+from wurk_django.core import Client, Config
 from wurk_django.core.errors import ConfigurationError, RedisUnavailableError
 from wurk_django.core.redis import RedisConnection, close_connections, mask_url
 from wurk_django.core.sentinel import MasterConnection, MasterSSLConnection, parse_url
@@ -119,9 +131,6 @@ def test_a_wrong_password_is_a_redis_error_that_shows_no_password(
 
 def test_a_worker_given_only_the_sentinels_runs_jobs(locked_cluster, start_worker, redis_url,
                                                       redis_client):
-    from tests.core.failover_jobs import LEDGER
-    from tests.support.workers import wait_until
-    from wurk_django.core import Client
     url = with_passwords(locked_cluster)
     start_worker("-c", "2", require="tests.core.failover_jobs", redis=url,
                  env={"LEDGER_URL": redis_url})
@@ -129,3 +138,84 @@ def test_a_worker_given_only_the_sentinels_runs_jobs(locked_cluster, start_worke
     for seq in range(20):
         client.push({"class": "tests.core.failover_jobs.book", "args": [seq]})
     wait_until(lambda: redis_client.llen(LEDGER) == 20, 30, message="20 jobs run")
+
+
+# --- TLS: rediss+sentinel:// to a TLS Sentinel and a TLS master -----------------------
+
+def make_certificates(folder) -> dict:
+    """A throwaway CA and a certificate for 127.0.0.1 it signed (openssl, EC keys)."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
+    curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    # The extensions Python 3.13's strict verification asks of a CA and of a server.
+    openssl("req", "-x509", *curve, "-keyout", "ca.key", "-out", "ca.crt", "-days", "1",
+            "-subj", "/CN=wurk-test-ca", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    openssl("req", *curve, "-keyout", "server.key", "-out", "server.csr",
+            "-subj", "/CN=127.0.0.1")
+    (folder / "san.ext").write_text(
+        "subjectAltName=IP:127.0.0.1\nkeyUsage=critical,digitalSignature\n"
+        "extendedKeyUsage=serverAuth\nauthorityKeyIdentifier=keyid\n"
+        "subjectKeyIdentifier=hash\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "server.crt", "-days", "1", "-extfile", "san.ext")
+    return {"ca": str(folder / "ca.crt"), "cert": str(folder / "server.crt"),
+            "key": str(folder / "server.key")}
+
+
+@pytest.fixture
+def tls_sentinel(tmp_path):
+    """A master and a Sentinel that speak TLS (each also on a plain port for the test's
+    own helpers); the Sentinel monitors the master's TLS port."""
+    require_sentinel()
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed; apt-get install openssl")
+    files = make_certificates(tmp_path)
+    tls = ("--tls-cert-file", files["cert"], "--tls-key-file", files["key"],
+           "--tls-ca-cert-file", files["ca"], "--tls-auth-clients", "no")
+    master_tls = free_port()
+    master = RedisServer(extra_args=("--tls-port", str(master_tls), *tls)).start()
+    sentinel_tls, sentinel_plain = free_port(), free_port()
+    conf = tmp_path / "sentinel.conf"
+    conf.write_text("\n".join([
+        f"port {sentinel_plain}", f"tls-port {sentinel_tls}", "bind 127.0.0.1",
+        f"dir {tmp_path}", "tls-replication yes", f"tls-cert-file {files['cert']}",
+        f"tls-key-file {files['key']}", f"tls-ca-cert-file {files['ca']}",
+        "tls-auth-clients no", f"sentinel monitor {SERVICE} 127.0.0.1 {master_tls} 1"]) + "\n")
+    process = subprocess.Popen([sentinel_binary(), str(conf)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    plain = redis.Redis(port=sentinel_plain, decode_responses=True)
+    try:
+        wait_until(lambda: _flags(plain) == "master", 20, 0.05, "the Sentinel to see the master")
+        yield {"url": f"rediss+sentinel://127.0.0.1:{sentinel_tls}/{SERVICE}",
+               "ca": files["ca"], "master": master}
+    finally:
+        plain.close()
+        process.kill()
+        process.wait(10)
+        master.cleanup()
+
+
+def _flags(client) -> str | None:
+    try:
+        return client.sentinel_master(SERVICE).get("flags")
+    except redis.RedisError:
+        return None
+
+
+def test_tls_reaches_the_sentinel_and_the_master(tls_sentinel):
+    config = Config(redis_url=tls_sentinel["url"],
+                    redis_options={"ssl_ca_certs": tls_sentinel["ca"]})
+    connection = RedisConnection(config.redis_url, **config.redis_options)
+    try:
+        connection.write(connection.client.set, "wurk-test:tls", "v")
+        assert connection.execute_batch([("GET", "wurk-test:tls")]) == [b"v"]
+    finally:
+        connection.close()
+    assert redis.Redis(port=tls_sentinel["master"].port).get("wurk-test:tls") == b"v"
+    untrusted = RedisConnection(tls_sentinel["url"])  # the system CAs: not ours
+    try:
+        with pytest.raises(RedisUnavailableError, match="certificate verify failed"):
+            untrusted.ping()
+    finally:
+        untrusted.close()

@@ -1,6 +1,6 @@
 """Redis Sentinel, part of the connection layer: the `redis+sentinel://` URL, a blocking
 pool whose sockets go to the master the Sentinels name, and the watch that moves them to
-a new master within about a second of a fail-over."""
+a new master as soon as the Sentinels announce a fail-over."""
 
 import logging
 import os
@@ -13,6 +13,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 from redis.sentinel import (
+    MasterNotFoundError,
     Sentinel,
     SentinelConnectionPool,
     SentinelManagedConnection,
@@ -139,6 +140,30 @@ class MasterSSLConnection(_ReadOnlyKept, SentinelManagedSSLConnection):
     pass
 
 
+class Sentinels(Sentinel):
+    """redis-py's Sentinel client, whose "no master" error says briefly what each
+    Sentinel answered (redis-py's own repeats every client's whole configuration)."""
+
+    def discover_master(self, service_name):
+        problems = []
+        for index, sentinel in enumerate(self.sentinels):
+            kwargs = sentinel.connection_pool.connection_kwargs
+            where = f"{kwargs.get('host')}:{kwargs.get('port')}"
+            try:
+                masters = sentinel.sentinel_masters()
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+                problems.append(f"{where}: {exc}")
+                continue
+            state = masters.get(service_name)
+            if state and self.check_master_state(state, service_name):
+                # The Sentinel that answered is asked first next time, as redis-py does.
+                self.sentinels[0], self.sentinels[index] = sentinel, self.sentinels[0]
+                return state["ip"], state["port"]
+            problems.append(f"{where}: no master {service_name!r} that is up")
+        raise MasterNotFoundError(f"No master found for {service_name!r}: "
+                                  f"{'; '.join(problems)}")
+
+
 class SentinelPool(SentinelConnectionPool, redis.BlockingConnectionPool):
     """redis-py's Sentinel pool with the blocking checkout Wurk uses for every pool.
 
@@ -253,7 +278,7 @@ def sentinel_pool(url: str, options: dict, *, max_connections: int, timeout_s: f
     sentinel_kwargs = options.pop("sentinel_kwargs", None)
     if sentinel_kwargs is None:
         sentinel_kwargs = _sentinel_kwargs(target, options, socket_timeout_s)
-    manager = Sentinel(target.sentinels, sentinel_kwargs=sentinel_kwargs)
+    manager = Sentinels(target.sentinels, sentinel_kwargs=sentinel_kwargs)
     if target.username:
         options.setdefault("username", target.username)
     if target.password:
