@@ -123,10 +123,11 @@ check-assets:
 	  exit 1; fi
 
 # Debian packages the tests use: chromium (the browser tests drive it, never a downloaded
-# browser build), ruby-sidekiq (a real Sidekiq 6.4 for tests/compat) and redis-sentinel
-# (fail-over tests). As root, the missing ones are installed, quietly; an installed one is
+# browser build), ruby-sidekiq (a real Sidekiq 6.4 for tests/compat and the bench's
+# Sidekiq peer), redis-sentinel (fail-over tests) and openssl (certificates for the
+# Sentinel TLS test). As root, the missing ones are installed, quietly; an installed one is
 # left alone. Otherwise the command is printed, and the tests that need them fail.
-SYSTEM_PACKAGES := chromium ruby-sidekiq redis-sentinel
+SYSTEM_PACKAGES := chromium ruby-sidekiq redis-sentinel openssl
 system-deps:
 	@if ! command -v dpkg-query >/dev/null 2>&1; then \
 	  echo "make test: not a Debian system: install $(SYSTEM_PACKAGES) (or their equivalents) yourself"; \
