@@ -62,6 +62,7 @@ FIELDS: dict[str, str] = {
     "METRICS_PORT": "metrics_port", "METRICS_ADDRESS": "metrics_address", "STATSD": "statsd",
     "STATSD_JOB_METRICS": "statsd_job_metrics", "STATSD_OPTIONS": "statsd_options",
     "OPENTELEMETRY": "opentelemetry", "RETAIN_HISTORY": "retain_history_s",
+    "HISTORY_COLLECTOR": "history_collector",
     "HEALTH_PORT": "health_port", "HEALTH_ADDRESS": "health_address",
     "RELIABLE_PUSH": "reliable_push", "RELIABLE_SCHEDULER": "reliable_scheduler",
     "ENCRYPTION": "encryption",

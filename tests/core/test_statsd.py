@@ -261,3 +261,29 @@ def test_a_job_that_cannot_be_decrypted_is_counted(start_worker, listener, redis
     lines = listener.wait_for("sidekiq.jobs.encryption_error")
     assert "sidekiq.jobs.encryption_error:1|c|#worker:tests.core.jobs.record" in lines
     wait_until(lambda: redis_client.zcard(keys.DEAD) == 1, 10, message="the dead job")
+
+
+def test_a_history_collector_sends_its_own_metrics_instead(listener, redis_url, redis_client):
+    from wurk_django.core.errors import ConfigurationError
+
+    def collector(client):
+        client.gauge("shop.orders_waiting", 7, tags=["shop:eu"])
+
+    config = Config(redis_url=redis_url, statsd=statsd_client, retain_history_s=30,
+                    history_collector=collector)
+    Client(config).push({"class": "Charge", "args": []})
+    snapshot = HistorySnapshot(config, connection_for(config), lambda: True)
+    assert snapshot.tick()
+
+    lines = listener.wait_for("shop.orders_waiting")
+    assert "shop.orders_waiting:7|g|#shop:eu" in lines
+    assert not [line for line in lines if line.startswith("sidekiq.")]
+
+    def broken(client):
+        raise RuntimeError("collector bug")
+
+    failing = config.replace(history_collector=broken)
+    assert HistorySnapshot(failing, connection_for(failing), lambda: True).tick()
+    assert redis_client.xlen(keys.HISTORY_METRICS) == 2  # the snapshot was still written
+    with pytest.raises(ConfigurationError, match="history_collector needs a statsd client"):
+        Config(redis_url=redis_url, history_collector=collector)

@@ -203,6 +203,7 @@ class Config:
     statsd_options: Any = None  # (klass, job, queue) -> {"tags": [...], "sample_rate": r}
     opentelemetry: bool = False
     retain_history_s: float | None = None  # seconds between history snapshots; None: off
+    history_collector: Any = None  # fn(statsd client) sent each snapshot instead of the gauges
     # The worker's health probes (core/health_port.py), GET /live and /ready; None: off.
     health_port: int | None = None
     health_address: str = "0.0.0.0"

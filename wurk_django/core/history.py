@@ -57,6 +57,21 @@ class HistorySnapshot:
         return True
 
     def _emit(self, snapshot: ClusterSnapshot, fields: dict) -> None:
+        """The user's collector, given the statsd client, or else the standard gauges."""
+        collector = self.config.history_collector
+        if collector is None:
+            self._gauges(snapshot, fields)
+            return
+        client = statsd.client_for(self.config)
+        if client is None:
+            return
+        try:
+            collector(client)
+        except Exception as exc:  # noqa: BLE001 - the next snapshot calls it again
+            logger.warning("history_collector %r failed: %s: %s", collector,
+                           type(exc).__name__, exc)
+
+    def _gauges(self, snapshot: ClusterSnapshot, fields: dict) -> None:
         """Sidekiq Enterprise's gauges: `sidekiq.<field>`, and per queue its size and latency."""
         config = self.config
         for name, value in fields.items():

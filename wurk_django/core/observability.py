@@ -44,6 +44,11 @@ def _check(config) -> None:
         check.one_of(name, getattr(config, name), (True, False), "True or False")
     set_(config, "statsd", callable_setting("statsd", config.statsd))
     set_(config, "statsd_options", callable_setting("statsd_options", config.statsd_options))
+    set_(config, "history_collector", callable_setting("history_collector",
+                                                       config.history_collector))
+    if config.history_collector is not None and config.statsd is None:
+        raise ConfigurationError("history_collector needs a statsd client factory (statsd)",
+                                 field="history_collector")
     if config.statsd_job_metrics and config.statsd is None:
         raise ConfigurationError("statsd_job_metrics needs a statsd client factory (statsd)",
                                  field="statsd_job_metrics")
