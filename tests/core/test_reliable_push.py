@@ -75,7 +75,7 @@ def test_the_drainer_replays_without_another_push(own_redis):
     push(client, 1)
     push(client, 2, at=4_102_444_800.0)  # scheduled for 2100: `schedule` on replay
     own_redis.start()
-    wait_until(lambda: buffer_size() == 0, 15, message="the drainer's replay")
+    wait_until(lambda: buffer_size() == 0, 30, message="the drainer's replay")
     assert stored_jids(own_redis) == ["job-1"]
     import redis
     assert redis.Redis.from_url(own_redis.url).zcard(keys.SCHEDULE) == 1
@@ -90,7 +90,7 @@ def test_a_full_buffer_drops_its_oldest_push_and_says_so(own_redis, caplog):
     assert "buffer is full (3 jobs); dropped the oldest push" in caplog.text
     assert "jid=job-0" in caplog.text and "jid=job-1" in caplog.text
     own_redis.start()
-    wait_until(lambda: buffer_size() == 0, 15, message="the replay")
+    wait_until(lambda: buffer_size() == 0, 30, message="the replay")
     assert stored_jids(own_redis) == ["job-2", "job-3", "job-4"]
 
 
@@ -105,7 +105,7 @@ def test_a_full_buffer_under_raise_refuses_the_push(own_redis, caplog):
     assert [loads(payload)["jid"] for payload in raised.value.payloads] == ["job-2"]
     assert "refusing 1 push(es)" in caplog.text
     own_redis.start()
-    wait_until(lambda: buffer_size() == 0, 15, message="the replay")
+    wait_until(lambda: buffer_size() == 0, 30, message="the replay")
     assert stored_jids(own_redis) == ["job-0", "job-1"]
 
 
@@ -144,7 +144,7 @@ def test_a_push_to_a_stopped_redis_waits_one_timeout_then_is_kept(own_redis):
     buffer = buffer_for(client.connection, client.config, None)
     assert len(buffer) == 2 and buffer._outage._failures == 1
     os.kill(own_redis.process.pid, signal.SIGCONT)
-    wait_until(lambda: buffer_size() == 0, 15, message="the replay")
+    wait_until(lambda: buffer_size() == 0, 30, message="the replay")
     # The first push had reached the server's socket: a stopped server still reads it
     # when it resumes, so that job may be stored twice (the one ambiguity left).
     stored = stored_jids(own_redis)
@@ -154,7 +154,7 @@ def test_a_push_to_a_stopped_redis_waits_one_timeout_then_is_kept(own_redis):
 # --- a web process pushing 50 jobs/s through a 10 s Redis outage ------------------------
 
 PUSHER = """
-import json, sys, time
+import json, os, sys, time
 from wurk_django.core import Client, Config
 from wurk_django.core.push_buffer import buffer_for, buffer_size, reset
 url, total, progress = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -166,8 +166,9 @@ for n in range(total):
         pushed.append(client.push({"class": "tests.core.jobs.Tally", "args": []}))
     except Exception as exc:
         errors.append(repr(exc))
-    with open(progress, "w") as out:
+    with open(progress + ".new", "w") as out:
         out.write(str(n + 1))
+    os.replace(progress + ".new", progress)  # whole, so a reader never sees it half written
     time.sleep(0.02)  # 50 pushes a second, as a busy web process
 deadline = time.monotonic() + 60
 while buffer_size() and time.monotonic() < deadline:

@@ -223,7 +223,8 @@ class Client:
         claims stay for the push's own script, out of the interceptors' sight.
         """
         refused = None
-        if not any(CLAIM in job for job in jobs):
+        claimed = CLAIM in jobs[0] if len(jobs) == 1 else any(CLAIM in job for job in jobs)
+        if not claimed:
             return jobs, None, intercepted(jobs, self.config)
         if COLLECTING.get() or any("bid" in job for job in jobs):
             jobs, refused = self.settle_claims(jobs)
