@@ -151,6 +151,20 @@ def test_a_push_to_a_stopped_redis_waits_one_timeout_then_is_kept(own_redis):
     assert set(stored) == {"job-0", "job-1", "job-2"} and stored.count("job-1") in (1, 2)
 
 
+def test_a_unique_push_replayed_after_a_stopped_redis_is_stored_once(own_redis):
+    from tests.core.unique_jobs import UniqueRecord
+    client = client_for(own_redis)
+    push(client, 0)
+    os.kill(own_redis.process.pid, signal.SIGSTOP)
+    jid = client.push({"class": UniqueRecord, "args": ["once"]})  # times out: buffered
+    assert jid is not None and buffer_size() == 1
+    os.kill(own_redis.process.pid, signal.SIGCONT)
+    wait_until(lambda: buffer_size() == 0, 30, message="the replay")
+    # The stopped server applied the push when it resumed; the replay found the lock
+    # held by the job's own jid and wrote nothing.
+    assert stored_jids(own_redis) == ["job-0", jid]
+
+
 # --- a web process pushing 50 jobs/s through a 10 s Redis outage ------------------------
 
 PUSHER = """

@@ -14,6 +14,7 @@ from tests.core import unique_jobs
 from tests.core.test_supervisor import swarm  # noqa: F401  (a fixture)
 from tests.support.workers import ROOT, wait_until, worker_env
 from wurk_django.core import Client, keys
+from wurk_django.core.client import send
 from wurk_django.core.features import PROMOTION, REVIVAL
 from wurk_django.core.payload import loads
 from wurk_django.core.unique import lock_key, locked, ruby_float, ruby_json
@@ -84,6 +85,17 @@ def test_a_unique_push_is_one_round_trip(config, redis_client):
     after = redis_client.info("stats")["total_writes_processed"]
     # One reply written per round trip: the first INFO's own, and the push's one EVAL.
     assert after - before == 2
+    assert redis_client.llen("queue:default") == 1
+
+
+def test_a_replayed_unique_push_is_not_written_twice(config, redis_client):
+    # Reliable push replays a push whose reply was lost; it may have been applied.
+    client = Client(config)
+    job = client.prepare(client.normalize({"class": unique_jobs.UniqueRecord,
+                                           "args": ["replayed"]}))
+    deliveries = client._deliveries([job])
+    assert send(client.connection, deliveries) == set()
+    assert send(client.connection, deliveries) == set()  # not refused: it is its own push
     assert redis_client.llen("queue:default") == 1
 
 

@@ -23,6 +23,9 @@ CLAIM = "_wurk_claim"
 # Sent with EVAL, not EVALSHA: a push replayed after a Redis restart (reliable push) must
 # not meet an empty script cache, and Redis caches the compiled body by its hash anyway.
 _CLAIM_SCRIPT = (LUA_DIR / "unique_push.lua").read_text()
+# The script's replies for a job that may go: 1, its lock taken now; 2, its own jid held
+# the lock already (a replayed push: not written twice). Anything else names the holder.
+_CLAIM_TAKEN = (1, 2)
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -272,7 +275,7 @@ class Client:
         replies = connection.write(connection.execute_batch, commands)
         refused = set()
         for (job, claim), reply in zip(claimed, replies):
-            if reply != 1:
+            if reply not in _CLAIM_TAKEN:
                 claim.refused(job, reply)
                 refused.add(job["jid"])
         return [job for job in jobs if job["jid"] not in refused], refused
@@ -328,7 +331,7 @@ def send(connection: RedisConnection, deliveries: list[tuple]) -> set | None:
     refused = set()
     for index, reply_at in claimed:
         reply = replies[reply_at]
-        if reply != 1:
+        if reply not in _CLAIM_TAKEN:
             job, claim = deliveries[index][0], deliveries[index][4]
             claim.refused(job, reply)
             refused.add(job["jid"])
