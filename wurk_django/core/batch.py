@@ -99,8 +99,11 @@ class Batch:
         self._planned: Frame | None = None  # its block has exited; the outer one writes it
         self.parent_bid: str | None = None
         self.created_at: float | None = None
-        self._description, self._callback_queue = None, DEFAULT_CALLBACK_QUEUE
-        self._callback_class, self._tags, self._linger = None, [], None
+        self._description: str | None = None
+        self._callback_queue: str = DEFAULT_CALLBACK_QUEUE
+        self._callback_class: str | None = None
+        self._tags: list[str] = []
+        self._linger: int | None = None
         self._expires_s = DEFAULT_EXPIRES_S
         if bid is not None:
             given = [name for name, value in (
@@ -328,7 +331,7 @@ class Batch:
         frame.collecting = COLLECTING.set(True)
         return self
 
-    def __exit__(self, exc_type, exc, traceback) -> bool:
+    def __exit__(self, exc_type, exc, traceback) -> None:
         frame = BLOCK.get()
         if frame is None or frame.batch is not self:
             raise BatchError(f"batch {self.bid}'s block closed out of order (close a block "
@@ -336,14 +339,13 @@ class Batch:
         COLLECTING.reset(frame.collecting)
         BLOCK.reset(frame.token)
         if frame.testing:
-            return False
+            return
         root = frame.root
         if exc_type is not None:
             frame.discarded = True  # a block that raises writes none of its jobs
         root.exited.append(frame)
         if frame is root:
             self._write_root(root)
-        return False
 
     def _hold(self) -> str | None:
         """Hold a reopened batch while its block is open, unless the job running here is

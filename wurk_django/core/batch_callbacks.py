@@ -119,10 +119,11 @@ def _fire(connection, config, bid: str):
 def fire_death(connection, config, bid: str) -> None:
     """Mark `bid` and every batch above it dead; each fires its `death` callbacks the
     first time only."""
-    seen = set()
-    while bid and bid not in seen:
-        seen.add(bid)
-        meta = None
+    seen: set[str] = set()
+    current: str | None = bid
+    while current and current not in seen:
+        seen.add(current)
+        bid, meta = current, None
         for _ in range(STALE_READS):
             meta = _meta(connection, bid)
             if meta is None:
@@ -137,7 +138,7 @@ def fire_death(connection, config, bid: str) -> None:
                            *(payload for _, payload in jobs)])
             if answer != -2:
                 break
-        bid = meta["parent_bid"] or None
+        current = meta["parent_bid"] or None if meta is not None else None
 
 
 def _kill_unresolvable(count, exc, job):

@@ -5,6 +5,7 @@ job sent back from the dead set), which rejoin their batch through the same scri
 
 import threading
 from contextvars import ContextVar
+from typing import Any
 
 from . import keys
 from .batch_redis import batch_keys, call, script_command, transaction
@@ -41,12 +42,13 @@ class Frame:
         self.batch, self.bid, self.config = batch, bid, config
         self.hold, self.creating, self.testing, self.owner = hold, creating, testing, owner
         self.parent, self.parent_bid = parent, parent_bid
-        self.root = self if parent is None else parent.root
+        self.root: Frame = self if parent is None else parent.root
         self.discarded = False
         self.queued: dict[str, list] = {}  # queue -> [jid, payload, jid, payload...]
         self.scheduled: list = []          # [jid, score, payload...]
         self.lock = threading.Lock()       # asyncio tasks and threads may share a block
-        self.token = self.collecting = None
+        self.token: Any = None
+        self.collecting: Any = None
         self.created: list[Frame] = []     # on the root: batches to create, in entry order
         self.exited: list[Frame] = []      # on the root: blocks that exited, in exit order
 
@@ -57,7 +59,7 @@ class Frame:
     @property
     def alive(self) -> bool:
         """False when this block, or one around it, raised: its jobs are dropped."""
-        frame = self
+        frame: Frame | None = self
         while frame is not None:
             if frame.discarded:
                 return False
@@ -136,15 +138,16 @@ def write(connection, commands: list[tuple], bids) -> list:
 def clear_death_upward(connection, bid: str) -> None:
     """A dead job of `bid` was sent back: clear the dead mark of the batch, then of each
     parent that has no other dead job or child left."""
-    seen = set()
-    while bid and bid not in seen:
-        seen.add(bid)
+    seen: set[str] = set()
+    current: str | None = bid
+    while current and current not in seen:
+        seen.add(current)
         cleared = call(connection, "batch_clear_death",
-                       [*batch_keys(bid, "died", "kids"), keys.DEAD_BATCHES], [bid])
+                       [*batch_keys(current, "died", "kids"), keys.DEAD_BATCHES], [current])
         if cleared != 1:
             return
-        parent = connection.read(connection.client.hget, keys.batch(bid), "parent_bid")
-        bid = decode(parent) if parent else None
+        parent = connection.read(connection.client.hget, keys.batch(current), "parent_bid")
+        current = decode(parent) if parent else None
 
 
 # --- the push hooks -----------------------------------------------------------------------
@@ -183,7 +186,7 @@ def mark_loose(job: dict, client, origin: str) -> dict:
 def _write_loose(jobs: list[dict], config) -> bool:
     loose = _LOOSE.get()
     _LOOSE.set(None)
-    if not all(job["jid"] in loose for job in jobs):
+    if loose is None or not all(job["jid"] in loose for job in jobs):
         return False  # not the push the marks were for (one that failed in between)
     frames: dict[str, Frame] = {}
     for job in jobs:

@@ -12,6 +12,7 @@ runs twice (its worker killed after starting the next step) starts nothing twice
 import base64
 import hashlib
 import json
+from typing import Any, cast
 
 from .batch import Batch
 from .client import Client
@@ -33,10 +34,11 @@ def _job_item(item) -> dict:
     target, args = (item[0], list(item[1:])) if isinstance(item, tuple) else (item, [])
     options = {}
     if isinstance(target, Setter):
-        target, options = target.task, payload_options(target.options)
+        options = payload_options(target.options)
+        target = target.task
     task = task_class(target)
     if task is not None:
-        name = task.wire_name
+        name = cast(Any, task).wire_name
     elif isinstance(target, str) and target:
         name = target
     else:
@@ -70,7 +72,7 @@ class Workflow:
                                "on_success": on_success, "on_death": on_death,
                                "callback_queue": callback_queue, "tags": tags}
         probe = Batch(**self._batch_options)
-        self._spec = {"description": description or "", "tags": probe.tags,
+        self._spec: dict[str, Any] = {"description": description or "", "tags": probe.tags,
                       "callback_queue": probe.callback_queue,
                       "callbacks": [json.loads(entry) for entry in probe._callbacks],
                       "steps": []}
