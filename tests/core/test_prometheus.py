@@ -142,17 +142,18 @@ def test_rate_limiters_report_their_use_and_cost_round_trips_only_when_they_exis
     from wurk_django.core.limiter import Limiter
     _fill(redis_client, 10, 10)
     without = _scrape_cost(config, redis_client)
-    stripe = Limiter.concurrent("stripe-acct_42", 5, wait_timeout=0)
+    # Names no other test uses: a process registers a limiter's meta once per name.
+    stripe = Limiter.concurrent("prom-stripe-acct_42", 5, wait_timeout=0)
     stripe.acquire().take()
-    Limiter.concurrent("erp", 50, wait_timeout=5).within_limit(lambda: None)
+    Limiter.concurrent("prom-erp", 50, wait_timeout=5).within_limit(lambda: None)
 
     found = scrape(config)
     with_limiters = _scrape_cost(config, redis_client)
     print(f"scrape cost (commands, round trips): no limiters {without}, "
           f"2 limiters {with_limiters}")
 
-    stripe_labels = (("limiter", "stripe-acct_42"), ("type", "concurrent"))
-    erp_labels = (("limiter", "erp"), ("type", "concurrent"))
+    stripe_labels = (("limiter", "prom-stripe-acct_42"), ("type", "concurrent"))
+    erp_labels = (("limiter", "prom-erp"), ("type", "concurrent"))
     assert found[("wurk_limiter_used", stripe_labels)] == 1
     assert found[("wurk_limiter_limit", stripe_labels)] == 5
     assert found[("wurk_limiter_available", stripe_labels)] == 4
