@@ -384,6 +384,9 @@ class Batch:
             frame.batch._created(frame, answer)
 
     def _create_command(self, frame: Frame) -> tuple:
+        # Sidekiq Pro's public docs do not say where it keeps registered callbacks; Wurk
+        # keeps them all in one field, `callbacks`, a JSON array of [event, target,
+        # options] that the fire script compares before it pushes them.
         now = time.time()
         fields = {"created_at": repr(now), "description": self.description or "",
                   "callback_queue": self.callback_queue,

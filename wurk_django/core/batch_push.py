@@ -69,7 +69,9 @@ class Frame:
     def collect(self, jobs: list[dict], config) -> None:
         """Keep the jobs' payloads for the exit. Encoded now, so a job that cannot be
         stored fails at its perform_async, not at the end of the block; `enqueued_at` is
-        therefore the time of the call."""
+        therefore the time of the call. Scheduled jobs (perform_in/at) wait for the exit
+        too: Sidekiq's Batches wiki page has every job made inside the block pushed at
+        once at its end, and none if the block raises."""
         enqueued_at = config.job_clock()
         encoded = []
         for job in jobs:
