@@ -2,6 +2,7 @@
 only when earned, whatever the jobs go through (retries, promotions, scheduling, reclaims,
 duplicates, death and revival, cancellation), children before parents."""
 
+import json
 import signal
 
 import pytest
@@ -107,6 +108,18 @@ def quiet(redis_client) -> bool:
     callback job one of them fired (before its ack) has run too."""
     return (redis_client.llen("queue:default") == 0
             and not any(redis_client.llen(key) for key in redis_client.scan_iter("queue:*|*")))
+
+
+def test_callbacks_by_path_and_by_method_of_the_callback_class_run(config, worker,
+                                                                   redis_client):
+    with Batch(callback_class=batch_jobs.Recorder, on_complete="#named",
+               on_success=("tests.core.batch_jobs.Recorder#named", {"by": "path"})) as batch:
+        batch_jobs.Work.perform_async()
+    worker()
+    wait_until(lambda: len(callbacks(redis_client, batch.bid)) == 2, 30, message="callbacks")
+    assert sorted(json.dumps(event["options"]) for event in callbacks(redis_client, batch.bid)
+                  ) == ['{"by": "path"}', "{}"]
+    assert fired(redis_client, batch.bid) == ["named", "named"]
 
 
 def test_a_job_delivered_twice_is_counted_once(config, worker, redis_client):
