@@ -88,6 +88,20 @@ def test_a_unique_push_is_one_round_trip(config, redis_client):
     assert redis_client.llen("queue:default") == 1
 
 
+def test_a_batch_counts_only_the_unique_jobs_that_go(config, redis_client):
+    from wurk_django.core import Batch
+    held = unique_jobs.UniqueRecord.perform_async("in-batch")
+    with Batch() as batch:
+        assert unique_jobs.UniqueRecord.perform_async("in-batch") is None  # held outside
+        fresh = unique_jobs.UniqueRecord.perform_async("fresh")
+        assert unique_jobs.UniqueRecord.perform_async("fresh") is None
+    members = {m.decode() for m in redis_client.smembers(keys.batch_part(batch.bid, "jids"))}
+    assert members == {fresh}
+    assert redis_client.hget(keys.batch(batch.bid), "total") == b"1"
+    assert sorted(loads(raw)["jid"] for raw in redis_client.lrange("queue:default", 0, -1)) \
+        == sorted([held, fresh])
+
+
 def test_a_replayed_unique_push_is_not_written_twice(config, redis_client):
     # Reliable push replays a push whose reply was lost; it may have been applied.
     client = Client(config)

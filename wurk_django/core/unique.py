@@ -14,6 +14,7 @@ import hashlib
 import logging
 import math
 import os
+import re
 import time
 
 from . import keys
@@ -33,6 +34,8 @@ FIELD = "unique_for"
 # counts as a success that releases the lock, and the digest sees the stored arguments.
 CLIENT_ORDER = 50
 JOB_ORDER = 60
+# Every float's JSON has a digit then "." or an exponent: text without one holds none.
+_FLOATISH = re.compile(rb"\d[.eE]")
 
 
 # --- the lock's key -----------------------------------------------------------------
@@ -77,27 +80,15 @@ def ruby_json(value) -> bytes:
             return [mark(child, nonce) for child in item]
         return item
 
-    if not _has_float(value):
-        return dumps(value)
+    text = dumps(value)
+    if _FLOATISH.search(text) is None:
+        return text  # no float in it (a string like "v1.2" only costs the exact path)
     nonce = os.urandom(8).hex()  # no string in the arguments can look like a marker
     text = dumps(mark(value, nonce))
     for index, number in enumerate(floats):
         text = text.replace(f'"\\u0000{nonce}-{index}\\u0000"'.encode(),
                             ruby_float(number).encode(), 1)
     return text
-
-
-def _has_float(value) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if type(item) is float:
-            return True
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-    return False
 
 
 def context_for(job: dict) -> object:
