@@ -11,13 +11,15 @@ from pathlib import Path
 
 import redis
 
-from . import defaults, limiters, measure, peers, runner, sidekiq_peer
+from . import defaults, guarantees, limiters, measure, peers, runner, sidekiq_peer
 from .revisions import Worktrees
 from .server import PrivateRedis
 from .targets import BenchError, project_worker_argv, wurk_target
 
-SECTIONS = ("throughput", "enqueue", "latency", "boot", "paging", "defaults", "limiters")
-# On request: `defaults` (each system's default command), `limiters` (Wurk's rate limiters).
+SECTIONS = ("throughput", "enqueue", "latency", "boot", "paging", "defaults", "limiters",
+            "guarantees")
+# On request: `defaults` (each system's default command), `limiters` (Wurk's rate limiters),
+# `guarantees` (unique, encrypted and reliable pushes).
 DEFAULT_SECTIONS = SECTIONS[:5]
 
 
@@ -79,6 +81,8 @@ def build_trials(args) -> list:
         trials += defaults.trials(args.shapes, args.scale)
     if "limiters" in sections:
         trials += limiters.trials(args.scale)
+    if "guarantees" in sections:
+        trials += guarantees.trials(args.scale)
     return trials
 
 

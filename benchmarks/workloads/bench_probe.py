@@ -5,6 +5,7 @@
     python -m bench_probe SYSTEM latency N GAP_MS  push one job at a time to an idle worker
     python -m bench_probe wurk paging REPEAT SIZE...
     python -m bench_probe wurk limiters calls N | fill SHAPE N   (bench_limited.py)
+    python -m bench_probe wurk guarantees calls N | fill SHAPE N (bench_guarantees.py)
 
 Prints one JSON object on its last line. Runs `bench_<SYSTEM>` from this directory, so
 the revision or peer on PYTHONPATH is the one measured.
@@ -118,8 +119,13 @@ def limiters(app, *args: str) -> dict:
     return bench_limited.probe(*args)
 
 
+def guarantees(app, *args: str) -> dict:
+    import bench_guarantees  # Wurk only: unique, encrypted and reliable pushes
+    return bench_guarantees.probe(*args)
+
+
 COMMANDS = {"fill": fill, "enqueue": enqueue, "latency": latency, "paging": paging,
-            "limiters": limiters}
+            "limiters": limiters, "guarantees": guarantees}
 
 
 def main(argv: list[str]) -> None:
