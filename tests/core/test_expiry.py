@@ -62,6 +62,18 @@ def test_a_scheduled_job_that_expires_before_it_is_due_is_skipped(config, start_
     assert (metric(redis_client, "x"), metric(redis_client, "f")) == (1, 0)
 
 
+@pytest.mark.slow
+def test_an_expired_job_counts_as_a_success_for_its_batch(config, start_worker, redis_client):
+    from wurk_django.core import Batch, BatchStatus
+    with Batch() as batch:
+        expiring_jobs.Digest.perform_in(2, "in-batch")  # expired once it is due
+    start_worker(*FAST, require="tests.core.expiring_jobs")
+    wait_until(lambda: BatchStatus(batch.bid).complete, 20, message="the batch complete")
+    status = BatchStatus(batch.bid)
+    assert (status.pending, status.failures, status.failed_jids) == (0, 0, [])
+    assert redis_client.lrange("test:ran", 0, -1) == []  # it never ran
+
+
 def metric(redis_client, kind: str) -> int:
     """A Digest job-metrics field, summed over this minute and the one before (a run
     and its flush may fall either side of a minute's turn)."""
