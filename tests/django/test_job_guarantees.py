@@ -13,8 +13,9 @@ from django.db import transaction
 from django.test import override_settings
 
 from tests.core import encrypted_jobs
+from tests.django.dashboard_helpers import users_fixture  # noqa: F401  (the `users` fixture)
 from wurk_django import conf, wurk_task
-from wurk_django.core import ConfigurationError, encryption
+from wurk_django.core import ConfigurationError, encryption, keys
 from wurk_django.core.config import set_default_config
 from wurk_django.core.redis import close_connections
 from wurk_django.core.registry import REGISTRY
@@ -92,3 +93,25 @@ def test_the_key_versions_command_counts_each_version(key_dir, redis_client):
     assert "key version 1: 3 jobs" in text and "key version 2 (active): 1 jobs" in text
     assert "Keep the keys of version(s) 1" in text
     assert "4111" not in text
+
+
+# --- the dashboard: every view of an encrypted argument is the placeholder ---------------
+
+@pytest.mark.django_db(transaction=True)  # pushes go out at once, not at a commit
+def test_the_dashboard_shows_no_view_of_an_encrypted_argument(key_dir, redis_client, users):
+    from tests.django.dashboard_helpers import Api, ok
+    wurk = {"ENCRYPTION": {"ACTIVE_VERSION": 1, "KEY_RESOLVER": RESOLVER}}
+    with override_settings(WURK=wurk):
+        jid = encrypted_jobs.Charge.perform_async("user-7", SECRET)
+        encrypted_jobs.Charge.perform_in(600, "user-8", SECRET)
+        root = Api(users["superuser"])
+        rows = [ok(root.get("queues/default/jobs"))["items"][0],
+                ok(root.get("queues/default/jobs", q=jid))["items"][0],  # a search hit
+                ok(root.get("sets/scheduled", q="user-8"))["items"][0]]
+        detail = ok(root.get(f"sets/scheduled/{rows[2]['key']}"))
+    for row in rows:
+        assert row["encrypted"] is True and "[encrypted data]" in row["args_preview"]
+        assert "__wurk_enc__" not in row["args_preview"]
+    assert detail["args"] == ["user-8", "[encrypted data]"]
+    assert '"[encrypted data]"' in detail["raw"] and '"ct"' not in detail["raw"]
+    assert redis_client.zcard(keys.SCHEDULE) == 1
