@@ -61,6 +61,13 @@ def test_concurrency_belongs_to_the_task_not_to_one_call():
         task.set(concurrency=5)
 
 
+def test_a_concurrency_key_without_a_limit_is_refused():
+    with pytest.raises(JobArgumentError, match="'concurrency_key' needs 'concurrency'"):
+        @wurk_task(concurrency_key=lambda account: f"acct-{account}")
+        def task(account):
+            pass
+
+
 def test_the_client_stamps_each_job_with_its_key(config, redis_client):
     @wurk_task(concurrency=3, concurrency_key=lambda account, amount: f"acct-{account}")
     def charge(account, amount):

@@ -262,6 +262,10 @@ def normalize(options: Mapping, owner: str, scope: str) -> dict:
             raise JobArgumentError(f"{owner}: {key!r} cannot be given "
                                    f"{_SCOPE_WORDS[scope]}; {_where_allowed(option)}")
         result[key] = option.check(value, f"{owner}: {key!r}") if option.check else value
+    # A key function with no limit to key would be accepted and do nothing.
+    if result.get("concurrency_key") is not None and result.get("concurrency") is None:
+        raise JobArgumentError(f"{owner}: 'concurrency_key' needs 'concurrency' (the limit "
+                               f"each key gets), e.g. concurrency=5")
     return result
 
 
