@@ -102,6 +102,21 @@ def test_a_batch_counts_only_the_unique_jobs_that_go(config, redis_client):
         == sorted([held, fresh])
 
 
+def test_a_batch_block_that_raises_gives_back_the_locks_its_pushes_took(config,
+                                                                        redis_client):
+    from wurk_django.core import Batch
+    with pytest.raises(RuntimeError, match="changed my mind"):
+        with Batch():
+            assert unique_jobs.UniqueRecord.perform_async("dropped") is not None
+            raise RuntimeError("changed my mind")
+    # The block wrote nothing, so nothing may hold the job's lock: the next push goes.
+    assert unique_keys(redis_client) == [] and redis_client.llen("queue:default") == 0
+    jid = unique_jobs.UniqueRecord.perform_async("dropped")
+    assert jid is not None
+    [raw] = redis_client.lrange("queue:default", 0, -1)
+    assert loads(raw)["jid"] == jid
+
+
 def test_a_replayed_unique_push_is_not_written_twice(config, redis_client):
     # Reliable push replays a push whose reply was lost; it may have been applied.
     client = Client(config)

@@ -32,7 +32,8 @@ from .batch_status import DEFAULT_CALLBACK_QUEUE, BatchStatus, decode
 from .batch_targets import check_event, target_name
 from .config import get_default_config
 from .errors import BatchError, BatchNotFoundError
-from .features import COLLECTING
+from .payload import loads
+from .features import COLLECTING, undo_client_hooks
 from .redis import connection_for
 
 DEFAULT_EXPIRES_S = 30 * 24 * 3600  # a batch not succeeded by then is dropped
@@ -380,6 +381,8 @@ class Batch:
             self.config.handle_exception(exc, {"context": f"could not release the holds "
                                                           f"of batch {self.bid}'s block"})
             return
+        finally:
+            _undo_dropped(root, self.config)
         for frame, answer in zip(created, results):
             frame.batch._created(frame, answer)
 
@@ -429,3 +432,13 @@ class Batch:
         self._linger = status.linger
         self._callbacks = [callback_entry(*entry) for entry in status.callbacks]
         self.parent_bid, self.created_at = status.parent_bid, status.created_at
+
+
+def _undo_dropped(root: Frame, config) -> None:
+    """Jobs of blocks that raised are never written: hand them back to the client hooks
+    that prepared them (a unique lock taken at the push is released)."""
+    for frame in root.exited:
+        if frame.alive or frame.owner is not None:
+            continue
+        for payload in frame.payloads():
+            undo_client_hooks(loads(payload), config)

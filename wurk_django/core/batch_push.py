@@ -91,6 +91,13 @@ class Frame:
                 else:
                     self.scheduled.extend((jid, repr(float(at)), payload))
 
+    def payloads(self) -> list[bytes]:
+        """Every payload the block collected (to undo their client hooks when dropped)."""
+        with self.lock:
+            queued = [self.queued[queue][i + 1] for queue in self.queued
+                      for i in range(0, len(self.queued[queue]), 2)]
+            return queued + self.scheduled[2::3]
+
     def push_commands(self) -> list[tuple]:
         """The script calls that add the collected jobs to the batch and write them; for
         a batch created in the same transaction, guarded by its hold."""

@@ -69,6 +69,9 @@ class ClientHook:
     order: int
     # (job, client, origin) -> job, or None to drop the push
     prepare: Callable[[dict, Any, str], dict | None]
+    # (job, config): undo `prepare` for a job that was prepared but will never be
+    # written (a batch block that raised drops every job it collected)
+    undo: Callable[[dict, Any], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,19 @@ def run_client_hooks(job: dict, client, origin: str = PUSH) -> dict | None:
             if job is None:
                 return None
     return job
+
+
+def undo_client_hooks(job: dict, config) -> None:
+    """A prepared job is dropped unwritten: let each client hook take back what it did
+    (a unique lock it took must not block the next push for its whole TTL)."""
+    for hook in HOOKS.client:
+        if hook.undo is not None and hook.field in job:
+            try:
+                hook.undo(job, config)
+            except Exception as exc:
+                config.handle_exception(exc, {"context": f"undoing the {hook.field!r} hook "
+                                                         f"of a dropped push failed",
+                                              "job": job})
 
 
 def intercepted(jobs: list, config) -> bool:

@@ -196,6 +196,10 @@ def _died(job: dict, exc: BaseException, config) -> None:
         release(connection_for(config), config, job)
 
 
-HOOKS.add(ClientHook(FIELD, CLIENT_ORDER, _claim))
+def _undo(job: dict, config) -> None:
+    release(connection_for(config), config, job)  # only if it still holds this jid
+
+
+HOOKS.add(ClientHook(FIELD, CLIENT_ORDER, _claim, _undo))
 HOOKS.add(JobHook(FIELD, JOB_ORDER, _around))
 HOOKS.add(DeathHook(FIELD, _died))
