@@ -204,6 +204,24 @@ def test_a_new_batch_is_counted_once(listener, redis_url, config):
 
 
 @pytest.mark.slow
+def test_a_batchs_success_sends_its_duration_once(start_worker, listener, config,
+                                                 redis_client):
+    from wurk_django.core.batch import Batch
+    with Batch(description="timed") as batch:
+        for value in range(3):
+            Client(config).push({"class": "tests.core.jobs.record", "args": [value]})
+    start_worker("-c", "2", require=None, command=MANAGE, env=SETTINGS)
+
+    lines = listener.wait_for("sidekiq.batch.duration_dist")
+    wait_until(lambda: redis_client.hget(keys.batch(batch.bid), "success") == b"1", 15,
+               message="the batch's success")
+    timings = [line for line in listener.read() if line.startswith("sidekiq.batch.duration")]
+    assert len(timings) == 1, lines
+    name, value, kind, _ = _metric(timings[0])
+    assert kind == "d" and 0 < value < 60
+
+
+@pytest.mark.slow
 def test_a_job_skipped_as_expired_is_counted(start_worker, listener, config, redis_client):
     start_worker("-c", "1", require=None, command=MANAGE, env=SETTINGS)
     redis_client.sadd(keys.QUEUES, "default")

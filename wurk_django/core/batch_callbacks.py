@@ -13,7 +13,7 @@ import hashlib
 import time
 from typing import ClassVar
 
-from . import keys
+from . import keys, statsd
 from .batch import INDEX_AGE_S, INDEX_CAP
 from .batch_push import EMPTY_CLASS
 from .batch_redis import batch_keys, call
@@ -30,7 +30,7 @@ DEFAULT_LINGER_S = 24 * 3600
 REDRIVE_ATTEMPTS = 3
 REDRIVE_PAUSE_S = 0.05
 STALE_READS = 5  # callbacks added while a fire was being prepared: read them again
-_META = ("callbacks", "callback_queue", "callback_class", "parent_bid")
+_META = ("callbacks", "callback_queue", "callback_class", "parent_bid", "created_at")
 
 
 def redrive(step):
@@ -112,8 +112,20 @@ def _fire(connection, config, bid: str):
                 len(success), *_flat(success)]
         result = call(connection, "batch_fire", script_keys, args)
         if result[0] != -2:
+            if result[0] == 1 and result[2] == 1:
+                _time_success(config, meta)
             return parent, result
     raise RuntimeError(f"batch {bid}: its callbacks kept changing while it was fired")
+
+
+def _time_success(config, meta: dict) -> None:
+    """Sidekiq Pro's `batch.duration_dist`: seconds from creation to the success fire,
+    sent only by the worker whose script fired it (once per batch)."""
+    try:
+        started = float(meta.get("created_at") or "")
+    except ValueError:
+        return
+    statsd.distribution(config, "batch.duration_dist", time.time() - started)
 
 
 def fire_death(connection, config, bid: str) -> None:
