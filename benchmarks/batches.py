@@ -25,13 +25,13 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-WORKLOADS = ROOT / "benchmarks" / "workloads"
-sys.path.insert(0, str(WORKLOADS))
-
 import redis
 
 from benchmarks.server import PrivateRedis
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOADS = ROOT / "benchmarks" / "workloads"
+sys.path.insert(0, str(WORKLOADS))
 
 PAGE = 25
 FILL_CHUNK = 10_000

@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,10 +75,10 @@ def main() -> None:
                 response = client.get("/admin/wurk/api/sets/retries",
                                       {"page": page, "count": PAGE_SIZE})
                 assert response.status_code == 200 and len(response.json()["items"]) > 0
-            timings = [median_ms(lambda: api(1), args.repeat),
-                       median_ms(lambda: api(last), args.repeat),
-                       median_ms(lambda: retries.page(1, PAGE_SIZE), args.repeat),
-                       median_ms(lambda: retries.page(last, PAGE_SIZE), args.repeat)]
+            timings = [median_ms(partial(api, 1), args.repeat),
+                       median_ms(partial(api, last), args.repeat),
+                       median_ms(partial(retries.page, 1, PAGE_SIZE), args.repeat),
+                       median_ms(partial(retries.page, last, PAGE_SIZE), args.repeat)]
             print(f"{size:>10,} {fill_s:>8.1f} {last:>10,} {timings[0]:>10.2f} "
                   f"{timings[1]:>12.2f} {timings[2]:>11.2f} {timings[3]:>13.2f}", flush=True)
     finally:

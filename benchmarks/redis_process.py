@@ -51,9 +51,10 @@ class PrivateRedis:
                 try:
                     client.ping()
                     return self
-                except redis.ConnectionError:
+                except redis.ConnectionError as exc:
                     if time.monotonic() > deadline or self.process.poll() is not None:
-                        raise RuntimeError(f"redis-server did not start on port {self.port}")
+                        raise RuntimeError(
+                            f"redis-server did not start on port {self.port}") from exc
                     time.sleep(0.02)
         finally:
             client.close()

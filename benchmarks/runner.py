@@ -4,7 +4,7 @@ import os
 import platform
 import subprocess
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from . import measure
 from .measure import Context
@@ -69,7 +69,7 @@ def run(targets: list[Target], trials: list, repeats: int, ctx: Context,
              if r == 0 or not isinstance(trial, once)
              for target in (targets if r % 2 == 0 else targets[::-1]) if applies(trial, target)]
     results = Results([t.label for t in targets], {
-        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine_info(ctx.client), "git": git_revision(), "repeats": repeats})
     progress = Progress(len(steps), enabled=progress_enabled)
     ctx.on_progress = progress.jobs

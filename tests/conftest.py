@@ -15,7 +15,6 @@ from tests.support.workers import ROOT, WorkerProcess, worker_env
 from wurk_django.core import Config, set_default_config
 from wurk_django.core.redis import close_connections
 
-
 # --- the shared-Redis guard: a connection to port 6379 fails the test that made it --------
 
 _guard: shared_redis_guard.Guard | None = None

@@ -1,7 +1,7 @@
 """Settings for the cron process tests: the suite's settings plus a loop firing every
 5 seconds and leader timings in seconds, so hand-overs happen within a test."""
 
-from tests.settings import *  # noqa: F401,F403
+from tests.settings import *  # noqa: F403
 from tests.settings import WURK
 
 PROBE_QUEUE = "cron-probe"  # no worker serves it: every push stays there to be counted

@@ -8,7 +8,7 @@ project folder (where REDIS_URL = "embedded" keeps its server) out of the reposi
 import os
 from pathlib import Path
 
-from tests.settings import *  # noqa: F401,F403
+from tests.settings import *  # noqa: F403
 from tests.settings import BASE_DIR, WURK
 
 WURK = {**WURK, "EMBEDDED": {"CONCURRENCY": 3}}

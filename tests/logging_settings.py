@@ -1,6 +1,6 @@
 """tests.settings plus a project LOGGING that sends the root logger to the console."""
 
-from tests.settings import *  # noqa: F401,F403
+from tests.settings import *  # noqa: F403
 
 LOGGING = {
     "version": 1,

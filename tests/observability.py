@@ -42,7 +42,7 @@ def install_span_file(path: str) -> None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 
-    out = open(path, "a", buffering=1)  # noqa: SIM115 - open while the process lives
+    out = open(path, "a", buffering=1)  # open while the process lives
     exporter = ConsoleSpanExporter(out=out, formatter=lambda span: span.to_json(indent=None)
                                    + "\n")
     provider = TracerProvider()

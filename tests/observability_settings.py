@@ -4,7 +4,7 @@ environment switches on (tests/observability.py names the variables)."""
 import os
 
 from tests.observability import SPANS_FILE, STATSD_BROKEN, STATSD_PORT, install_span_file
-from tests.settings import *  # noqa: F401,F403
+from tests.settings import *  # noqa: F403
 from tests.settings import WURK
 
 WURK = {**WURK, "LEADER_TTL_SECONDS": 2, "LEADER_RENEW_SECONDS": 0.5,

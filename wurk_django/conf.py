@@ -8,15 +8,16 @@ the WURK key (or the environment variable, or the flag) the user actually wrote.
 import difflib
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from django.conf import settings
 
 from .core.config import Config, ProcessOptions
-from .core.sizing import with_environment
 from .core.errors import ConfigurationError
+from .core.sizing import with_environment
 
 ENV_REDIS_URL = "WURK_REDIS_URL"
 # REDIS_URL's word for the project Redis (core/project_redis.py), a private server.

@@ -17,6 +17,7 @@ import statistics
 import sys
 import threading
 import time
+from functools import partial
 
 import bench_shapes as shapes
 import redis
@@ -65,7 +66,7 @@ def enqueue(app, count: str) -> dict:
         app.push_many("noop", WARM_UP)
         result["bulk_per_s"] = rate(count * BULK_FACTOR, lambda n: app.push_many("noop", n))
     for threads in BODY_THREADS:
-        result[f"body_per_s_{threads}"] = rate(count, lambda n: bodies(threads, n))
+        result[f"body_per_s_{threads}"] = rate(count, partial(bodies, threads))
     return result
 
 

@@ -1,6 +1,7 @@
 """Wurk's bench tasks: the shared shapes as `@wurk_task` functions, and how to push them."""
 
 import bench_shapes as shapes
+
 from wurk_django.core import Config, set_default_config, wurk_task
 
 NAME = "wurk"

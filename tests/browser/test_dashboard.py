@@ -5,7 +5,7 @@ import os
 import re
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -48,14 +48,14 @@ def seed_history(redis_client, config, days: int = 30) -> str:
     """Daily counters for the last `days` days and one deploy mark; returns its label."""
     from wurk_django.core import deploy
 
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     for n in range(days):
         day = (today - timedelta(days=n)).isoformat()
         processed = 4000 + 60 * ((n * 7) % 23) - 30 * n - (2500 if n == 0 else 0)
         redis_client.set(f"stat:processed:{day}", processed)
         redis_client.set(f"stat:failed:{day}", 20 + (n * 13) % 40)
     label = "v1.4.2 (a1b2c3d)"
-    deploy.mark(label, at=datetime.now(timezone.utc) - timedelta(days=4), config=config)
+    deploy.mark(label, at=datetime.now(UTC) - timedelta(days=4), config=config)
     return label
 
 

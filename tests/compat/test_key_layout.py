@@ -1,7 +1,7 @@
 """Every key the engine writes, spelled exactly as Sidekiq spells it."""
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -47,7 +47,7 @@ def test_stat_keys():
     (datetime(2025, 2, 14, 8, 5), "j|250214|8:05", "j|250214|8:0"),
     (datetime(2025, 2, 14, 0, 9), "j|250214|0:09", "j|250214|0:0"),
     (datetime(2025, 12, 31, 23, 59), "j|251231|23:59", "j|251231|23:5"),
-    (datetime(2030, 1, 2, 14, 30, tzinfo=timezone.utc), "j|300102|14:30", "j|300102|14:3"),
+    (datetime(2030, 1, 2, 14, 30, tzinfo=UTC), "j|300102|14:30", "j|300102|14:3"),
 ])
 def test_metrics_keys(at, minute_key, ten_minute_key):
     assert keys.metrics_minute(at) == minute_key
@@ -68,7 +68,7 @@ def test_minute_and_ten_minute_keys_never_collide():
     (datetime(2025, 2, 14, 8, 3), "h|billing.tasks.charge-14-8:3"),
     (datetime(2025, 2, 14, 8, 43), "h|billing.tasks.charge-14-8:43"),
     (datetime(2025, 2, 5, 0, 0), "h|billing.tasks.charge-5-0:0"),
-    (datetime(2025, 2, 28, 23, 59, tzinfo=timezone.utc), "h|billing.tasks.charge-28-23:59"),
+    (datetime(2025, 2, 28, 23, 59, tzinfo=UTC), "h|billing.tasks.charge-28-23:59"),
 ])
 def test_histogram_keys_are_unpadded(at, key):
     assert keys.histogram("billing.tasks.charge", at) == key
@@ -76,7 +76,7 @@ def test_histogram_keys_are_unpadded(at, key):
 
 def test_deploy_mark_keys():
     assert keys.deploy_marks(datetime(2025, 2, 14, 8, 43)) == "20250214-marks"
-    assert keys.deploy_marks(datetime(2025, 1, 3, tzinfo=timezone.utc)) == "20250103-marks"
+    assert keys.deploy_marks(datetime(2025, 1, 3, tzinfo=UTC)) == "20250103-marks"
     assert keys.deploy_lock("abc1234 Fix login") == "deploylock-abc1234 Fix login"
 
 

@@ -12,9 +12,18 @@ import time
 import pytest
 
 from tests.compat import jobs
-from tests.compat.goldens import (JID, as_seconds, expected_type_differences, golden,
-                                  in_sidekiq_order, job, job_names, member, score,
-                                  type_differences)
+from tests.compat.goldens import (
+    JID,
+    as_seconds,
+    expected_type_differences,
+    golden,
+    in_sidekiq_order,
+    job,
+    job_names,
+    member,
+    score,
+    type_differences,
+)
 from tests.support.workers import wait_until
 from wurk_django.core import Client, Config, keys, set_default_config
 from wurk_django.core.config import get_default_config

@@ -23,8 +23,8 @@ from tests.compat.goldens import versions as golden_versions
 from tests.support.ruby import RUBY_DIR, require_sidekiq, run_ruby, sidekiq_version
 from tests.support.workers import wait_until
 from wurk_django.core import Client, Config, keys, set_default_config
-from wurk_django.core.project_redis import redis_server_binary
 from wurk_django.core.payload import loads
+from wurk_django.core.project_redis import redis_server_binary
 from wurk_django.core.redis import close_connections
 
 pytestmark = pytest.mark.slow

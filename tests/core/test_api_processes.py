@@ -1,7 +1,7 @@
 """The data API's processes and running jobs, and remote quiet/stop of a real worker."""
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -44,7 +44,7 @@ def test_lists_live_processes_and_skips_members_without_info(config, redis_clien
     assert (first.busy, first.rss, first.rtt_us, first.is_quiet) == (2, 1000, 150, False)
     assert (first.queues, first.labels, first.version) == (
         ["default", "low"], ["wurk", "python"], "0.1.0")
-    assert first.started_at == datetime.fromtimestamp(STARTED, timezone.utc)
+    assert first.started_at == datetime.fromtimestamp(STARTED, UTC)
     assert isinstance(first.beat, float) and abs(first.beat - time.time()) < 5
     assert first.embedded is False and first.stopping is False
     assert (second.is_quiet, second.stopping, second.rtt_us) == (True, True, 0)
@@ -122,9 +122,9 @@ def test_workers_read_payloads_given_as_string_or_object(config, redis_client):
                                                                ("app-1:10:aaa", "t1")]
     older, newer = (work for _, _, work in works)
     assert older.payload == object_job and older.queue == "low"
-    assert older.run_at == datetime.fromtimestamp(now - 60, timezone.utc)
+    assert older.run_at == datetime.fromtimestamp(now - 60, UTC)
     assert newer.payload == string_job and newer.job.raw == dumps(string_job)
-    assert newer.run_at == datetime.fromtimestamp(now - 5, timezone.utc)
+    assert newer.run_at == datetime.fromtimestamp(now - 5, UTC)
     assert Workers(config).find_work("a" * 24).tid == "t1"
     assert Workers(config).find_work("c" * 24) is None
     assert Workers(config).size == 2  # busy of the live process only
@@ -169,7 +169,7 @@ def test_workers_show_a_job_a_real_worker_is_running(config, start_worker, redis
                                      message="the running job in the work hash")
     assert identity == live_process(config, worker).identity
     assert (work.queue, work.job.jid, work.payload["args"]) == ("default", jid, [30, "busy"])
-    assert abs((datetime.now(timezone.utc) - work.run_at).total_seconds()) < 15
+    assert abs((datetime.now(UTC) - work.run_at).total_seconds()) < 15
     assert Workers(config).size == 1
     ProcessSet(config).stop_all()
     assert worker.wait(30) == 0

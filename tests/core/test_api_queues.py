@@ -1,7 +1,7 @@
 """The data API's queues and job records: paging, exact-bytes deletes, clear, timestamps."""
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -122,7 +122,7 @@ def test_latency_of_an_empty_queue_is_zero(config):
 
 # --- JobRecord ---------------------------------------------------------------------
 
-STAMP = datetime(2025, 2, 14, 8, 43, 0, 123000, tzinfo=timezone.utc)
+STAMP = datetime(2025, 2, 14, 8, 43, 0, 123000, tzinfo=UTC)
 
 
 @pytest.mark.parametrize("stamp", [1739522580123, 1739522580.123],
@@ -131,7 +131,7 @@ def test_record_datetimes_are_aware_utc_in_both_formats(stamp):
     record = JobRecord(dumps({"class": "X", "args": [], "created_at": stamp,
                               "enqueued_at": stamp, "failed_at": stamp, "retried_at": stamp}))
     for value in (record.created_at, record.enqueued_at, record.failed_at, record.retried_at):
-        assert value.tzinfo is timezone.utc
+        assert value.tzinfo is UTC
         assert abs((value - STAMP).total_seconds()) < 0.001
 
 

@@ -2,7 +2,7 @@
 
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -48,7 +48,7 @@ def test_paging_a_large_set_returns_the_right_page_and_total(config, redis_clien
 def test_entry_at_and_key_come_from_the_score(config, redis_client):
     redis_client.zadd(keys.SCHEDULE, {dumps(job(1)): 1739522580.5})
     [entry] = ScheduledSet(config).page()
-    assert entry.at == datetime(2025, 2, 14, 8, 43, 0, 500000, tzinfo=timezone.utc)
+    assert entry.at == datetime(2025, 2, 14, 8, 43, 0, 500000, tzinfo=UTC)
     assert entry.key == f"1739522580.5-{job(1)['jid']}"
 
 
@@ -222,7 +222,7 @@ def test_delete_an_unparseable_dead_entry_by_its_raw_bytes(config, redis_client)
 def test_reschedule_moves_the_score_but_never_resurrects(config, redis_client):
     redis_client.zadd(keys.SCHEDULE, {dumps(job(1)): 5.0})
     [entry] = ScheduledSet(config).page()
-    entry.reschedule(datetime(2030, 1, 1, tzinfo=timezone.utc))
+    entry.reschedule(datetime(2030, 1, 1, tzinfo=UTC))
     assert redis_client.zscore(keys.SCHEDULE, entry.raw) == 1893456000.0
     entry.delete()
     entry.reschedule(1893456000.0)

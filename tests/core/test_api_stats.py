@@ -2,7 +2,7 @@
 History."""
 
 import time
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import pytest
 import redis
@@ -121,7 +121,7 @@ def test_history_reads_one_key_per_day_newest_first_missing_days_as_zero(config,
 
 
 def test_history_starts_today_in_utc_by_default(config, redis_client):
-    today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
     redis_client.set(f"stat:processed:{today}", 5)
     assert History(1, config=config).processed == {today: 5}
 

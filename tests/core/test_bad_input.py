@@ -5,7 +5,7 @@ import enum
 import math
 import time
 import warnings
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -133,7 +133,7 @@ def test_an_at_that_never_comes_is_refused(config, redis_client, at):
 
 
 def test_far_but_real_times_still_schedule(config, redis_client):
-    when = datetime(9999, 12, 31, tzinfo=timezone.utc)
+    when = datetime(9999, 12, 31, tzinfo=UTC)
     record.perform_at(when, 1)
     record.set(wait=timedelta(days=365 * 30)).perform_async(2)
     scores = [score for _, score in redis_client.zrange(keys.SCHEDULE, 0, -1, withscores=True)]

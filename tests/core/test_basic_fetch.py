@@ -9,7 +9,6 @@ import pytest
 
 from tests.core import jobs
 from tests.support.workers import wait_until
-from wurk_django.core import keys
 from wurk_django.core.api.queues import Queue
 from wurk_django.core.config import Config
 from wurk_django.core.fetch.basic import BasicFetch

@@ -80,8 +80,8 @@ def fires(redis_client, killed: set[int]) -> dict:
     return {"outside": outside, "all": overall}
 
 
-def test_callbacks_fire_exactly_once_through_a_kill_storm(config, swarm,  # noqa: F811
-                                                          redis_client):
+def test_callbacks_fire_exactly_once_through_a_kill_storm(
+        config, swarm, redis_client):  # noqa: F811 - the fixture imported above
     with Batch(description="storm", on_complete=batch_jobs.Recorder,
                on_success=batch_jobs.Recorder) as batch:
         batch_jobs.Work.perform_bulk([[WORK_MS]] * (JOBS - FLAKY))

@@ -12,8 +12,15 @@ import pytest
 from tests.support.workers import wait_until
 from wurk_django.core import Client, Job, keys, wurk_task
 from wurk_django.core.api import LoopSet
-from wurk_django.core.cron import (CronDriver, configured_entries, entry_from_setting,
-                                   occurrence_jid, register, sync, task_entries)
+from wurk_django.core.cron import (
+    CronDriver,
+    configured_entries,
+    entry_from_setting,
+    occurrence_jid,
+    register,
+    sync,
+    task_entries,
+)
 from wurk_django.core.cron_entry import CronEntry, lid_for
 from wurk_django.core.errors import ConfigurationError
 from wurk_django.core.leader import Leader, LeaderCheck

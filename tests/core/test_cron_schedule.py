@@ -2,17 +2,21 @@
 computed for chosen instants (nothing waits for a clock)."""
 
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
 from croniter import croniter
 
 from wurk_django.core import keys
-from wurk_django.core.cron import CronDriver, CronEntry, register
-from wurk_django.core.cron_schedule import (CronSchedule, normalize_expression, schedule_for,
-                                            zone_for)
 from wurk_django.core.client import Client
+from wurk_django.core.cron import CronDriver, CronEntry, register
+from wurk_django.core.cron_schedule import (
+    CronSchedule,
+    normalize_expression,
+    schedule_for,
+    zone_for,
+)
 from wurk_django.core.errors import ConfigurationError
 from wurk_django.core.redis import connection_for
 
@@ -46,16 +50,16 @@ def test_expressions_are_normalized(expression, normal):
 
 
 def test_a_sixth_field_last_gives_seconds_and_steps_start_at_their_base():
-    assert fires(CronSchedule("* * * * * */5"), at(timezone.utc, 2024, 1, 1, 0, 0, 1), 2) == [
+    assert fires(CronSchedule("* * * * * */5"), at(UTC, 2024, 1, 1, 0, 0, 1), 2) == [
         "2024-01-01 00:00:05 UTC", "2024-01-01 00:00:10 UTC"]
-    minutes = fires(CronSchedule("5/15 * * * *"), at(timezone.utc, 2024, 1, 1), 4)
+    minutes = fires(CronSchedule("5/15 * * * *"), at(UTC, 2024, 1, 1), 4)
     assert [m[14:16] for m in minutes] == ["05", "20", "35", "50"]
-    sundays = fires(CronSchedule("0 0 * * 7"), at(timezone.utc, 2024, 1, 1), 1)  # 7 = 0
+    sundays = fires(CronSchedule("0 0 * * 7"), at(UTC, 2024, 1, 1), 1)  # 7 = 0
     assert sundays == ["2024-01-07 00:00:00 UTC"]
 
 
 def test_a_schedule_that_never_matches_has_no_next_fire():
-    assert CronSchedule("0 0 30 2 *").next_after(at(timezone.utc, 2024, 1, 1)) is None
+    assert CronSchedule("0 0 30 2 *").next_after(at(UTC, 2024, 1, 1)) is None
 
 
 def test_spring_forward_a_skipped_local_time_never_fires():
@@ -128,7 +132,7 @@ def test_a_zone_unknown_here_warns_once_and_runs_as_utc(caplog):
     with caplog.at_level(logging.WARNING, "wurk"):
         first = schedule_for("0 9 * * *", "Nowhere/Atlantis")
         second = schedule_for("0 10 * * *", "Nowhere/Atlantis")
-    assert first.zone is timezone.utc and second.zone is timezone.utc
+    assert first.zone is UTC and second.zone is UTC
     assert caplog.text.count("unknown time zone 'Nowhere/Atlantis'") == 1
     with pytest.raises(ConfigurationError, match="unknown time zone"):
         zone_for("Nowhere/Atlantis")  # configured entries are strict

@@ -111,15 +111,15 @@ def test_a_sealed_argument_is_never_sealed_twice(config, key_dir, redis_client):
     assert loads(again)["args"][1] == loads(raw)["args"][1]
 
 
-def test_perform_inline_hands_the_task_the_plain_argument(config, key_dir, redis_client,
-                                                         encrypted_tasks):
+@pytest.mark.usefixtures("encrypted_tasks")
+def test_perform_inline_hands_the_task_the_plain_argument(config, key_dir, redis_client):
     encrypted_jobs.Charge.perform_inline(7, SECRET)
     [entry] = redis_client.lrange("test:ran", 0, -1)
     assert entry.decode().split()[2] == encrypted_jobs.digest(SECRET)
 
 
-def test_fake_mode_stores_sealed_jobs_and_drain_runs_them(config, key_dir, redis_client,
-                                                          encrypted_tasks):
+@pytest.mark.usefixtures("encrypted_tasks")
+def test_fake_mode_stores_sealed_jobs_and_drain_runs_them(config, key_dir, redis_client):
     from wurk_django.core import testing
     with testing("fake"):
         encrypted_jobs.Charge.perform_async(7, SECRET)

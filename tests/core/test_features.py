@@ -8,8 +8,7 @@ import pytest
 from tests.support.workers import wait_until
 from wurk_django.core import Client, keys
 from wurk_django.core.api import DeadSet
-from wurk_django.core.features import (HOOKS, PROMOTION, PUSH, REVIVAL, ClientHook,
-                                       intercepted)
+from wurk_django.core.features import HOOKS, PROMOTION, PUSH, REVIVAL, ClientHook, intercepted
 from wurk_django.core.payload import dumps, loads
 from wurk_django.core.redis import connection_for
 from wurk_django.core.scheduled import Enqueuer

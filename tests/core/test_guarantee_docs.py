@@ -17,7 +17,7 @@ def run(block: str) -> dict:
     namespace = {"__name__": "readme_example"}
     before = set(REGISTRY.names())
     try:
-        exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102  (the README)
+        exec(compile(block, "README.md", "exec"), namespace)  # the README's own code
     finally:
         for name in set(REGISTRY.names()) - before:
             REGISTRY.unregister(name)

@@ -121,7 +121,7 @@ def describe(before: Drain, storm: Drain, after: Drain | None) -> str:
 
 
 def test_a_kill_storm_keeps_a_child_serving_and_drains_within_twice_the_time(
-        config, swarm, redis_client):
+        config, swarm, redis_client):  # noqa: F811 - the fixture imported above
     worker = swarm("-p", "2", "-c", str(THREADS), "-t", "5", *FAST)
     wait_for_children(redis_client, worker.pid, 2)
     before = drain(redis_client, worker.pid, give_up_s=120)

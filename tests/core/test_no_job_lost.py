@@ -94,7 +94,8 @@ KILL_UNTIL_DONE = KILL_JOBS * 8 // 10
 KILL_MIN_AGE_S = 0.5  # kill a child only once it has had time to fetch work
 
 
-def test_sigkilling_workers_every_2_s_loses_no_job(config, swarm, redis_client):
+def test_sigkilling_workers_every_2_s_loses_no_job(
+        config, swarm, redis_client):  # noqa: F811 - the fixture imported above
     jobs.Tally.perform_bulk([[KILL_WORK_MS]] * KILL_JOBS)
     began = time.monotonic()
     worker = swarm("-p", "2", "-c", str(KILL_THREADS), "-t", "5", *FAST)
@@ -153,8 +154,8 @@ def test_sigkilling_workers_every_2_s_loses_no_job(config, swarm, redis_client):
 
 # --- 2. Poison pills ---------------------------------------------------------------------
 
-def test_a_job_that_kills_its_worker_is_dead_after_the_third_reclaim(config, swarm,
-                                                                     redis_client):
+def test_a_job_that_kills_its_worker_is_dead_after_the_third_reclaim(
+        config, swarm, redis_client):  # noqa: F811 - the fixture imported above
     jobs.Tally.perform_bulk([[5]] * 20)
     pill = jobs.KillsItsWorker.perform_async()
     jobs.Tally.perform_bulk([[5]] * 20)

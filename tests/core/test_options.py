@@ -8,8 +8,7 @@ import pytest
 from wurk_django import Job, wurk_task
 from wurk_django.core import Config, JobArgumentError, keys
 from wurk_django.core.errors import ConfigurationError
-from wurk_django.core.options import (OPTIONS, TRANSIENT_KEYS, UNSUPPORTED,
-                                      UnknownOptionWarning)
+from wurk_django.core.options import OPTIONS, TRANSIENT_KEYS, UNSUPPORTED, UnknownOptionWarning
 from wurk_django.core.payload import loads
 from wurk_django.core.registry import REGISTRY
 

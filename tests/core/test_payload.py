@@ -11,18 +11,27 @@ import uuid
 import warnings
 import zlib
 from collections import OrderedDict, defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 
-from wurk_django.core import JobArgumentError, WurkError
-from wurk_django.core import payload
-from wurk_django.core.payload import (backtrace_lines, check_args, decode_backtrace, dumps,
-                                      encode_backtrace, error_class, error_message, loads,
-                                      new_jid, now_ms, scheduled_at, to_datetime,
-                                      to_epoch_seconds)
-
+from wurk_django.core import JobArgumentError, WurkError, payload
+from wurk_django.core.payload import (
+    backtrace_lines,
+    check_args,
+    decode_backtrace,
+    dumps,
+    encode_backtrace,
+    error_class,
+    error_message,
+    loads,
+    new_jid,
+    now_ms,
+    scheduled_at,
+    to_datetime,
+    to_epoch_seconds,
+)
 
 # --- JSON codec -----------------------------------------------------------------------
 
@@ -88,7 +97,7 @@ def test_unreadable_timestamps_give_none(value):
 
 
 def test_to_datetime_reads_both_formats_as_utc():
-    expected = datetime(2025, 2, 14, 8, 43, 0, 123000, tzinfo=timezone.utc)
+    expected = datetime(2025, 2, 14, 8, 43, 0, 123000, tzinfo=UTC)
     assert to_datetime(1739522580123) == expected
     assert to_datetime(1739522580.123) == expected
     assert to_datetime(None) is None
@@ -113,7 +122,7 @@ def test_a_timedelta_is_relative():
 def test_large_numbers_and_datetimes_are_absolute():
     future = time.time() + 3600
     assert scheduled_at(future) == future
-    when = datetime.now(timezone.utc) + timedelta(hours=2)
+    when = datetime.now(UTC) + timedelta(hours=2)
     assert scheduled_at(when) == when.timestamp()
 
 
@@ -126,7 +135,7 @@ def test_the_threshold_between_relative_and_absolute_is_one_billion():
 @pytest.mark.parametrize("interval", [
     0, -5, 0.0, timedelta(0), timedelta(seconds=-30),
     1_000_000_000, 1_500_000_000.0,
-    datetime(2020, 1, 1, tzinfo=timezone.utc),
+    datetime(2020, 1, 1, tzinfo=UTC),
 ])
 def test_now_or_the_past_means_run_immediately(interval):
     assert scheduled_at(interval) is None
@@ -135,7 +144,7 @@ def test_now_or_the_past_means_run_immediately(interval):
 def test_the_rule_applies_to_a_datetime_after_normalising_it():
     # As in Sidekiq (`interval.to_f`): a datetime before 2001-09-09 reads as relative.
     before = time.time()
-    assert scheduled_at(datetime(1970, 1, 1, 0, 1, tzinfo=timezone.utc)) >= before + 60
+    assert scheduled_at(datetime(1970, 1, 1, 0, 1, tzinfo=UTC)) >= before + 60
 
 
 @pytest.mark.parametrize("interval", ["60", True, None, Decimal("5")])

@@ -11,8 +11,13 @@ import pytest
 import redis
 
 from tests.support.workers import ROOT, wait_until
-from wurk_django.core import Client, Config, ConfigurationError, RedisUnavailableError
-from wurk_django.core import project_redis
+from wurk_django.core import (
+    Client,
+    Config,
+    ConfigurationError,
+    RedisUnavailableError,
+    project_redis,
+)
 from wurk_django.core.redis import close_connections
 
 # Each child blocks on stdin until the test releases them together, then starts.

@@ -7,8 +7,13 @@ from pathlib import Path
 import pytest
 
 from tests.support.redis_server import free_port
-from wurk_django.core.errors import (RedisCommandError, RedisFailure, RedisUnavailableError,
-                                     ScriptMissingError, WrongTypeError)
+from wurk_django.core.errors import (
+    RedisCommandError,
+    RedisFailure,
+    RedisUnavailableError,
+    ScriptMissingError,
+    WrongTypeError,
+)
 from wurk_django.core.redis import RedisConnection
 
 PACKAGE = Path(__file__).resolve().parents[2] / "wurk_django"

@@ -14,8 +14,13 @@ from wurk_django.core import Config, RedisUnavailableError, WurkError, keys
 from wurk_django.core import redis as wurk_redis
 from wurk_django.core.errors import RedisCommandError, WrongTypeError
 from wurk_django.core.payload import loads
-from wurk_django.core.redis import (RedisConnection, close_connections, connection_for,
-                                    is_failover_error, mask_url)
+from wurk_django.core.redis import (
+    RedisConnection,
+    close_connections,
+    connection_for,
+    is_failover_error,
+    mask_url,
+)
 
 BLOCK_S = 3  # below the connection's 5 s socket timeout
 

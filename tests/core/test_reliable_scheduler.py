@@ -102,8 +102,8 @@ KILLS = 3
 
 
 @pytest.mark.slow
-def test_sigkilling_a_worker_mid_promotion_loses_no_scheduled_job(config, swarm,
-                                                                  redis_client, capsys):
+def test_sigkilling_a_worker_mid_promotion_loses_no_scheduled_job(
+        config, swarm, redis_client, capsys):  # noqa: F811 - the fixture imported above
     jids = [new_jid() for _ in range(DUE_JOBS)]
     # Each promotion takes 1 ms in the hook (tests/core/scheduler_jobs.py): 10 s of
     # promoting, so the kills land mid-move.

@@ -8,7 +8,7 @@ import pytest
 from wurk_django.core import Job, keys
 from wurk_django.core.payload import decode_backtrace, dumps, loads
 from wurk_django.core.redis import connection_for
-from wurk_django.core.retry import (JobRetry, RetryHandled, base_delay, jitter, send_to_dead)
+from wurk_django.core.retry import JobRetry, RetryHandled, base_delay, jitter, send_to_dead
 
 
 @pytest.mark.parametrize("count", range(25))

@@ -3,7 +3,7 @@
 import importlib
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -262,7 +262,7 @@ def test_set_returns_a_new_setter_each_time():
 def test_set_wait_and_wait_until_schedule_the_job(config, redis_client):
     before = time.time()
     charge.set(wait=60).perform_async(1, "EUR")
-    when = datetime.now(timezone.utc) + timedelta(hours=1)
+    when = datetime.now(UTC) + timedelta(hours=1)
     charge.set(wait_until=when).perform_async(2, "EUR")
     entries = sorted(_scheduled(redis_client), key=lambda e: e[1])
     assert [job["args"][0] for job, _ in entries] == [1, 2]
@@ -273,7 +273,7 @@ def test_set_wait_and_wait_until_schedule_the_job(config, redis_client):
 
 def test_set_wait_in_the_past_pushes_now(config, redis_client):
     charge.set(wait=-10).perform_async(1, "EUR")
-    charge.set(wait_until=datetime(2020, 1, 1, tzinfo=timezone.utc)).perform_async(2, "EUR")
+    charge.set(wait_until=datetime(2020, 1, 1, tzinfo=UTC)).perform_async(2, "EUR")
     assert len(_queued(redis_client, "critical")) == 2
     assert not redis_client.exists(keys.SCHEDULE)
 
@@ -289,7 +289,7 @@ def test_perform_in_relative_intervals(config, redis_client, interval, offset):
 
 
 def test_perform_in_and_perform_at_with_absolute_times(config, redis_client):
-    when = datetime.now(timezone.utc) + timedelta(days=1)
+    when = datetime.now(UTC) + timedelta(days=1)
     charge.perform_in(when, 1, "EUR")
     epoch = time.time() + 7200.25
     charge.perform_at(epoch, 2, "EUR")

@@ -7,9 +7,14 @@ import pytest
 
 import wurk_django
 from wurk_django import Job, wurk_task
-from wurk_django.core import ConfigurationError, EmptyQueueError, JobArgumentError, keys
-from wurk_django.core import TestModeAlreadySetError
-from wurk_django.core import testing_modes
+from wurk_django.core import (
+    ConfigurationError,
+    EmptyQueueError,
+    JobArgumentError,
+    TestModeAlreadySetError,
+    keys,
+    testing_modes,
+)
 from wurk_django.core.testing_modes import active_mode
 
 RAN = []

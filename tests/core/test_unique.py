@@ -284,7 +284,7 @@ def test_unique_until_start_lets_a_new_push_in_while_the_first_runs(config, star
 
 @pytest.mark.slow
 def test_a_sigkilled_worker_leaves_no_lock_past_its_ttl_and_the_job_still_runs(
-        config, swarm, redis_client):
+        config, swarm, redis_client):  # noqa: F811 - the fixture imported above
     jid = unique_jobs.HangsFirstTime.perform_async("killed")
     [key] = unique_keys(redis_client)
     # Two processes under a supervisor: it replaces the child killed below, and the new

@@ -5,10 +5,10 @@ import signal
 
 import pytest
 
+from tests.core import jobs
 from tests.support.workers import wait_until
 from wurk_django.core import Client, keys
 from wurk_django.core.payload import dumps, loads
-from tests.core import jobs
 
 pytestmark = pytest.mark.slow
 
@@ -96,7 +96,7 @@ def test_second_interrupt_stops_waiting_and_requeues(config, start_worker, redis
 def test_malformed_entries_reach_dead_intact_and_work_goes_on(config, start_worker,
                                                                 redis_client):
     bad = [b"not json {", b'{"args":[1],"queue":"default"}', b"[1,2]",
-           '{"class":"x","args":"nope"}'.encode()]
+           b'{"class":"x","args":"nope"}']
     for raw in bad:
         redis_client.lpush("queue:default", raw)
     jobs.record.perform_async("after")

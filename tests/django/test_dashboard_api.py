@@ -3,13 +3,19 @@ endpoint against real data in the suite's Redis (sets, metrics, periodic: next f
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from django.test import Client
 
-from tests.django.dashboard_helpers import (Api, grant, ok, problem_of, redis_snapshot,
-                                            users_fixture)  # noqa: F401  (the users fixture)
+from tests.django.dashboard_helpers import (
+    Api,
+    grant,
+    ok,
+    problem_of,
+    redis_snapshot,
+    users_fixture,  # noqa: F401  (the users fixture)
+)
 from tests.support.redis_server import free_port
 from tests.support.workers import wait_until
 from wurk_django.core import Client as JobClient
@@ -194,7 +200,7 @@ def test_stats_count_everything(seeded, users):
 
 
 def test_history_per_day_with_deploy_marks(config, redis_client, users):
-    today = datetime.now(timezone.utc)
+    today = datetime.now(UTC)
     day = today.strftime("%Y-%m-%d")
     redis_client.set(keys.stat("processed", day), 9)
     redis_client.set(keys.stat("failed", day), 2)

@@ -1,7 +1,7 @@
 """The dashboard API's metrics (written by the engine's own writer) and periodic loops."""
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -34,7 +34,7 @@ def viewer(config, users):
 
 
 def test_top_classes_over_an_hour(config, viewer):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     record(config, now - timedelta(minutes=5), "app.Slow", [1000, 3000], failures=1)
     record(config, now - timedelta(minutes=2), "app.Slow", [2000])
     record(config, now - timedelta(minutes=2), "app.Fast", [10, 30])
@@ -55,7 +55,7 @@ def test_top_classes_over_an_hour(config, viewer):
 
 
 def test_long_periods_read_the_ten_minute_rollups(config, viewer, redis_client):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     record(config, now - timedelta(hours=30), "app.Nightly", [100, 200])
     redis_client.delete(keys.metrics_minute(now - timedelta(hours=30)))  # minute keys expire
     assert ok(viewer.get("metrics", period="24h"))["items"] == []
@@ -66,7 +66,7 @@ def test_long_periods_read_the_ten_minute_rollups(config, viewer, redis_client):
 
 
 def test_one_class_per_minute_with_histograms(config, viewer, redis_client):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     record(config, now - timedelta(minutes=3), "app.Slow", [15, 15, 700])
     # Sidekiq 7 wrote the same counters without the `h|` prefix: both are read.
     legacy = keys.histogram("app.Slow", now - timedelta(minutes=3))[2:]

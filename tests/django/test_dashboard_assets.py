@@ -21,8 +21,14 @@ from django.views.decorators.csrf import csrf_exempt
 from whitenoise.base import WhiteNoise
 
 from wurk_django.dashboard import assets, whitenoise_hooks
-from wurk_django.dashboard.cache import (API, HASHED, SHELL, STABLE, cache_control_for,
-                                         with_cache_control)
+from wurk_django.dashboard.cache import (
+    API,
+    HASHED,
+    SHELL,
+    STABLE,
+    cache_control_for,
+    with_cache_control,
+)
 from wurk_django.dashboard.views_shell import shell
 
 IMMUTABLE = "public, max-age=31536000, immutable"

@@ -13,14 +13,14 @@ changing the API on purpose, record the fixture again:
 import json
 import os
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from tests.django.dashboard_helpers import Api, users_fixture  # noqa: F401
-from wurk_django.core import Client as JobClient
 from wurk_django.core import Batch, deploy, keys
+from wurk_django.core import Client as JobClient
 from wurk_django.core.batch_callbacks import fire_death
 from wurk_django.core.batch_redis import batch_keys, call
 from wurk_django.core.launcher import Launcher
@@ -104,7 +104,7 @@ def seed_process(config) -> None:
 
 
 def seed_metrics_and_loop(config, redis_client) -> None:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     metrics = Metrics()
     for elapsed_ms in (40, 45, 300):
         metrics.track("shop.tasks.charge", elapsed_ms, failed=False)

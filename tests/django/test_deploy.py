@@ -2,14 +2,14 @@
 
 import io
 import subprocess
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import pytest
 from django.core.management import call_command
 
 from wurk_django.core import deploy
 
-AT = datetime(2025, 2, 14, 8, 43, 27, 500000, tzinfo=timezone.utc)
+AT = datetime(2025, 2, 14, 8, 43, 27, 500000, tzinfo=UTC)
 
 
 def test_a_mark_is_floored_to_the_minute_and_kept_90_days(config, redis_client):

@@ -12,14 +12,20 @@ import threading
 import pytest
 import redis
 
-from tests.support.redis_server import free_port
 from tests.djangoapp import django_tasks
+from tests.support.redis_server import free_port
 from tests.support.workers import ROOT, wait_until, worker_env
 from wurk_django import conf
 from wurk_django import embedded as django_embedded
-from wurk_django.core import (Client, Config, ConfigurationError, RedisUnavailableError, keys,
-                              wurk_task)
-from wurk_django.core import project_redis
+from wurk_django.core import (
+    Client,
+    Config,
+    ConfigurationError,
+    RedisUnavailableError,
+    keys,
+    project_redis,
+    wurk_task,
+)
 from wurk_django.core.embedded import configure_embed
 from wurk_django.core.redis import close_connections
 

@@ -4,7 +4,7 @@
 import io
 import re
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from django.core.management import call_command
@@ -54,7 +54,7 @@ def test_a_fire_through_either_door_is_the_last_run_and_in_the_history(root, lid
     newest, older = wurk_cron("history", lid).splitlines()[1:]
     assert jid in newest and first["jid"] in older
     last_fired = int(redis_client.hget(keys.loop(lid), "lf"))
-    assert f"{datetime.fromtimestamp(last_fired, timezone.utc):%Y-%m-%d %H:%M:%S} UTC" in (
+    assert f"{datetime.fromtimestamp(last_fired, UTC):%Y-%m-%d %H:%M:%S} UTC" in (
         listed_rows(wurk_cron("list"))[lid])
     pushed = [loads(raw)["jid"] for raw in redis_client.lrange(keys.queue("cron"), 0, -1)]
     assert sorted(pushed) == sorted([first["jid"], jid])

@@ -5,9 +5,17 @@ from .batch_status import BatchStatus
 from .client import Client
 from .config import Config, get_default_config, set_default_config
 from .embedded import configure_embed
-from .errors import (ConfigurationError, EmptyQueueError, JobArgumentError, OverLimit,
-                     RedisUnavailableError, Shutdown, TestModeAlreadySetError, UnknownTaskError,
-                     WurkError)
+from .errors import (
+    ConfigurationError,
+    EmptyQueueError,
+    JobArgumentError,
+    OverLimit,
+    RedisUnavailableError,
+    Shutdown,
+    TestModeAlreadySetError,
+    UnknownTaskError,
+    WurkError,
+)
 from .joblog import log_context
 from .limiter import Limiter
 from .task import DEFAULT, DISCARD, KILL, Job, wurk_task

@@ -32,8 +32,8 @@ from .batch_status import DEFAULT_CALLBACK_QUEUE, BatchStatus, decode
 from .batch_targets import check_event, target_name
 from .config import get_default_config
 from .errors import BatchError, BatchNotFoundError
-from .payload import loads
 from .features import COLLECTING, undo_client_hooks
+from .payload import loads
 from .redis import connection_for
 
 DEFAULT_EXPIRES_S = 30 * 24 * 3600  # a batch not succeeded by then is dropped

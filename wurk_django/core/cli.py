@@ -6,13 +6,13 @@ import logging
 import os
 import sys
 
+from . import runner
 from .config import Config, ProcessOptions
 from .cron import configured_entries
 from .errors import ConfigurationError, WurkError
 from .joblog import configure_logging
 from .registry import CLI_IMPORT_HINT, REGISTRY
 from .sizing import with_environment
-from . import runner
 
 
 def build_parser() -> argparse.ArgumentParser:

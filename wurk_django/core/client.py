@@ -2,12 +2,12 @@
 
 from . import keys
 from .config import Config, get_default_config
+from .encryption import require_key
 from .errors import JobArgumentError
 from .features import COLLECTING, HOOKS, PUSH, intercepted, run_client_hooks
 from .features import install as install_features
 from .options import TRANSIENT_KEYS, check_item, retry_for_seconds
 from .payload import check_args, check_at, dumps, encode_error, new_jid, scheduled_at
-from .encryption import require_key
 from .push_buffer import buffer_for
 from .redis import LUA_DIR, RedisConnection, connection_for
 from .registry import REGISTRY, task_class

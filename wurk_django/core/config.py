@@ -5,8 +5,9 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from . import sizing
 from . import validation as check

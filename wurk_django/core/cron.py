@@ -6,7 +6,7 @@ import hashlib
 import importlib.util
 import logging
 import time
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from . import keys
 from .cron_entry import CronEntry, check_entry, entry_label, task_entry

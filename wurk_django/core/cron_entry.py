@@ -3,8 +3,8 @@
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from .cron_schedule import normalize_expression, zone_for
 from .errors import ConfigurationError, JobArgumentError

@@ -7,7 +7,7 @@ spring-forward time to the next valid one and misses some repeated fall-back one
 
 import logging
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
@@ -72,11 +72,11 @@ def _check_steps(expression: str, text: str, name: str, span: int) -> None:
 def zone_for(name: str | None) -> ZoneInfo | timezone:
     """The zone for an IANA name; "" or None is UTC. Raises ConfigurationError if unknown."""
     if not name:
-        return timezone.utc
+        return UTC
     if not isinstance(name, str):
         raise ConfigurationError(f"a time zone must be an IANA name, got {name!r}")
     if name.upper() == "UTC":
-        return timezone.utc
+        return UTC
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
@@ -92,13 +92,13 @@ def lenient_zone(name: str | None) -> ZoneInfo | timezone:
         if name not in _warned_zones:
             _warned_zones.add(name)
             logger.warning("[cron] unknown time zone %r; evaluating its loops in UTC", name)
-        return timezone.utc
+        return UTC
 
 
 class CronSchedule:
     """A checked expression in a zone; answers "the next fire time after t"."""
 
-    def __init__(self, expression: str, zone: ZoneInfo | timezone = timezone.utc):
+    def __init__(self, expression: str, zone: ZoneInfo | timezone = UTC):
         self.expression = normalize_expression(expression)
         self.zone = zone
         hours = croniter(self.expression).expanded[1]
@@ -141,7 +141,7 @@ class CronSchedule:
         After such a change wall time repeats, so an instant later than `t` can have
         an earlier wall time; how much earlier depends on how soon the change comes.
         """
-        if self.zone is timezone.utc:
+        if self.zone is UTC:
             return timedelta(0)
         before = self._offset(t)
         shift = before - self._offset(t + 86_400)

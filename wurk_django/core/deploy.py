@@ -6,7 +6,7 @@ per-label lock and HSETNX leave a single mark per deploy.
 
 import logging
 import subprocess
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from . import keys
 from .config import Config, get_default_config
@@ -46,7 +46,7 @@ def mark(label: str | None = None, at: datetime | None = None,
     if not label:
         logger.info("wurk deploy mark skipped: no label and no git commit to name it")
         return None
-    at = (at or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    at = (at or datetime.now(UTC)).astimezone(UTC)
     at = at.replace(second=0, microsecond=0)
     when = stamp(at)
     connection = connection_for(config or get_default_config())
@@ -94,13 +94,13 @@ def fetch_days(days, config: Config | None = None) -> dict[str, str]:
 
 def days_between(start: datetime, end: datetime) -> list[date]:
     """Every UTC day touched by the window `start`..`end`."""
-    first, last = start.astimezone(timezone.utc).date(), end.astimezone(timezone.utc).date()
+    first, last = start.astimezone(UTC).date(), end.astimezone(UTC).date()
     return [first + timedelta(days=n) for n in range((last - first).days + 1)]
 
 
 def _as_date(day) -> date:
     if isinstance(day, datetime):
-        return day.astimezone(timezone.utc).date()
+        return day.astimezone(UTC).date()
     if isinstance(day, date):
         return day
     return date.fromisoformat(str(day))

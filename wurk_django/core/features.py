@@ -29,9 +29,10 @@ as done.
 
 import importlib
 import threading
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 # Why a job is being pushed: client hooks act differently on a job they see again.
 PUSH = "push"            # a new job, from application code or the API

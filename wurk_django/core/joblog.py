@@ -116,7 +116,7 @@ class _JobRecord(logging.LogRecord):
     """A start/done/fail line. Its origin is known, so the work LogRecord does to find it
     (path splitting, thread and process lookups) is done once per process, not per line."""
 
-    def __init__(self, message: str):  # noqa: super().__init__ skipped on purpose
+    def __init__(self, message: str):  # LogRecord.__init__ skipped on purpose (see above)
         now = time.time_ns()
         self.__dict__.update(_JOB_RECORD_STATIC)
         self.msg = message

@@ -5,7 +5,7 @@ import logging
 import os
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from . import keys
 from .outage import OutageLog

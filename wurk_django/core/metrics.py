@@ -3,7 +3,7 @@
 import bisect
 import threading
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from . import keys
 
@@ -57,7 +57,7 @@ class Metrics:
             self._reset()
         if not counts:
             return
-        now = now or datetime.now(timezone.utc)
+        now = now or datetime.now(UTC)
         try:
             pipe = connection.pipeline()
             for key, ttl in ((keys.metrics_minute(now), MINUTE_TTL_S),

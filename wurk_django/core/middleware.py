@@ -1,6 +1,7 @@
 """Client and server middleware chains: ordered entries, a fresh instance per call."""
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class Chain:

@@ -8,9 +8,10 @@ declaring it fails loudly instead of promising what Wurk does not do.
 
 import math
 import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .errors import JobArgumentError
 from .payload import check_at, scheduled_at

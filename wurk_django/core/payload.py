@@ -9,7 +9,7 @@ import reprlib
 import time
 import warnings
 import zlib
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from .errors import InvalidJobError, JobArgumentError
 
@@ -194,7 +194,7 @@ def to_epoch_seconds(value) -> float | None:
 
 def to_datetime(value) -> datetime | None:
     seconds = to_epoch_seconds(value)
-    return None if seconds is None else datetime.fromtimestamp(seconds, timezone.utc)
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
 
 
 # --- argument checks ---------------------------------------------------------------

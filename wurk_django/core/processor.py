@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 
 from .aio import resolve
 from .errors import InvalidJobError, Shutdown
-from .features import (HOOKS, JobHandled, JobRun, job_hooks_for, run_with_job_hooks,
-                       settle_claimed)
+from .features import HOOKS, JobHandled, JobRun, job_hooks_for, run_with_job_hooks, settle_claimed
 from .identity import tid
 from .metrics import metric_class
 from .payload import decode_job, dumps, error_class, error_message

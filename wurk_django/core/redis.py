@@ -5,8 +5,8 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
@@ -15,8 +15,13 @@ from redis.client import Pipeline as _RedisPipeline
 from redis.retry import Retry
 
 from . import sentinel
-from .errors import (RedisCommandError, RedisFailure, RedisUnavailableError,
-                     ScriptMissingError, WrongTypeError)
+from .errors import (
+    RedisCommandError,
+    RedisFailure,
+    RedisUnavailableError,
+    ScriptMissingError,
+    WrongTypeError,
+)
 
 logger = logging.getLogger("wurk")
 

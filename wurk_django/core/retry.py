@@ -6,8 +6,15 @@ import time
 from . import keys
 from .errors import Shutdown
 from .features import HOOKS, JobHandled, run_death_hooks
-from .payload import (backtrace_lines, dumps, encode_backtrace, error_class, error_message,
-                      loads, to_epoch_seconds)
+from .payload import (
+    backtrace_lines,
+    dumps,
+    encode_backtrace,
+    error_class,
+    error_message,
+    loads,
+    to_epoch_seconds,
+)
 from .registry import REGISTRY
 
 

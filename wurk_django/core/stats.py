@@ -2,7 +2,7 @@
 
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from . import keys
 
@@ -40,7 +40,7 @@ def flush_counters(connection, counters: Counters) -> None:
     processed, failed = counters.drain()
     if not processed and not failed:
         return
-    day = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    day = datetime.now(UTC).strftime("%Y-%m-%d")
     try:
         pipe = connection.pipeline()
         for kind, count in (("processed", processed), ("failed", failed)):

@@ -3,7 +3,8 @@
 import functools
 import logging
 import threading
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from . import options as job_options
 from . import testing_modes

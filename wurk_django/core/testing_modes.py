@@ -7,9 +7,9 @@ from typing import Any
 
 from .aio import resolve
 from .client import CLAIM, Client
-from .features import HOOKS, JobRun, job_hooks_for, run_with_job_hooks
 from .config import get_default_config
 from .errors import ConfigurationError, EmptyQueueError, TestModeAlreadySetError
+from .features import HOOKS, JobRun, job_hooks_for, run_with_job_hooks
 from .middleware import Chain
 from .payload import dumps, encode_job, loads
 from .redis import connection_for
@@ -205,7 +205,7 @@ def run_inline(item: dict, config=None) -> Any:
                             client.config.server_middleware)[1]
 
 
-class testing:  # noqa: N801 - used as `wurk_django.testing("fake")`, like a function
+class testing:  # lower case: used as `wurk_django.testing("fake")`, like a function
     """`wurk_django.testing`: call it with a mode for a block, or use `set_mode`.
 
     A class rather than a callable instance: pytest collects any callable whose name

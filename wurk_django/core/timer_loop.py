@@ -3,7 +3,7 @@
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from .outage import OutageLog
 from .redis import REDIS_ERRORS

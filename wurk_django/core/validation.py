@@ -8,7 +8,7 @@ import contextlib
 import functools
 import inspect
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 from .errors import ConfigurationError, JobArgumentError
 
@@ -133,7 +133,7 @@ def redis_options(url: str, options) -> dict:
     return dict(options)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _redis_option_names(scheme: str) -> list[str]:
     from redis import connection
     classes = [connection.AbstractConnection]

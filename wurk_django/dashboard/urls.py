@@ -10,8 +10,18 @@ answers `/admin/wurk/` (system check wurk.E202 catches that):
 from django.urls import path, register_converter
 
 from ..metrics_view import prometheus_metrics
-from .api import (batches, limiters, metrics, overview, periodic, placeholders, processes,
-                  queues, sets, snapshots)
+from .api import (
+    batches,
+    limiters,
+    metrics,
+    overview,
+    periodic,
+    placeholders,
+    processes,
+    queues,
+    sets,
+    snapshots,
+)
 from .assets import serve_asset
 from .auth import endpoint
 from .views_shell import admin_redirect_view, shell_view

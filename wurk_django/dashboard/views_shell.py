@@ -9,8 +9,12 @@ import hashlib
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.http import (HttpResponse, HttpResponseNotAllowed, HttpResponseNotModified,
-                         HttpResponseRedirect)
+from django.http import (
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseNotModified,
+    HttpResponseRedirect,
+)
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.http import parse_etags

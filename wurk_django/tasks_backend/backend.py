@@ -10,8 +10,14 @@ from ..core.config import get_default_config
 from ..core.payload import dumps, loads, new_jid, now_ms, scheduled_at
 from ..core.redis import REDIS_ERRORS, connection_for
 from . import results
-from .compat import (BaseTaskBackend, InvalidTask, InvalidTaskBackend, TaskResultDoesNotExist,
-                     normalize_json, task_enqueued)
+from .compat import (
+    BaseTaskBackend,
+    InvalidTask,
+    InvalidTaskBackend,
+    TaskResultDoesNotExist,
+    normalize_json,
+    task_enqueued,
+)
 
 OPTION_KEYS = ("RESULT_TTL", "RETRY", "TRANSACTIONAL")
 # The wire class of every job this backend pushes: wrapper.TaskWrapper registers under it

@@ -2,7 +2,7 @@
 TTL that every write refreshes, and its translation to and from Django's TaskResult."""
 
 import traceback
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 
 from django.utils import timezone
 from django.utils.module_loading import import_string
@@ -139,6 +139,6 @@ def to_ms(moment: datetime) -> int:
 def to_datetime(value_ms: int | None) -> datetime | None:
     if value_ms is None:
         return None
-    moment = datetime.fromtimestamp(value_ms / 1000, dt_timezone.utc)
+    moment = datetime.fromtimestamp(value_ms / 1000, UTC)
     # Match timezone.now(): aware exactly when USE_TZ is on, as Django's backends do.
     return moment if timezone.is_aware(timezone.now()) else timezone.make_naive(moment)

@@ -7,8 +7,15 @@ from ..core.retry import base_delay
 from ..core.task import Job
 from . import results
 from .backend import WIRE_NAME, WurkBackend
-from .compat import (InvalidTaskBackend, TaskContext, normalize_json, task_backends,
-                     task_finished, task_started, tasks_setting_given)
+from .compat import (
+    InvalidTaskBackend,
+    TaskContext,
+    normalize_json,
+    task_backends,
+    task_finished,
+    task_started,
+    tasks_setting_given,
+)
 
 
 def retry_window_s(count: int) -> int:

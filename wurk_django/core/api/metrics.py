@@ -6,7 +6,7 @@ Sidekiq's metrics query caps them.
 """
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from .. import keys
 from ..metrics import HISTOGRAM_BOUNDS_MS, HISTOGRAM_BUCKETS
@@ -108,7 +108,7 @@ class MetricsQuery(ApiObject):
                  now: datetime | None = None) -> TopJobs:
         """Totals per class over the last `minutes` (minute buckets up to 480, else
         10-minute roll-ups up to 72 hours); `class_filter` is a case-insensitive substring."""
-        now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+        now = (now or datetime.now(UTC)).astimezone(UTC)
         if not isinstance(minutes, int) or minutes < 1 or minutes > MAX_HOURS * 60:
             raise ValueError(f"minutes must be 1..{MAX_HOURS * 60}, got {minutes!r}")
         if minutes <= MAX_MINUTES:
@@ -139,7 +139,7 @@ class MetricsQuery(ApiObject):
     def for_job(self, klass: str, minutes: int = 60, *,
                 now: datetime | None = None) -> JobMetrics:
         """One class minute by minute over up to 480 minutes, with run-time histograms."""
-        now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+        now = (now or datetime.now(UTC)).astimezone(UTC)
         if not isinstance(minutes, int) or not 1 <= minutes <= MAX_MINUTES:
             raise ValueError(f"minutes must be 1..{MAX_MINUTES} for one class, got {minutes!r}")
         buckets = _minute_buckets(now, minutes)

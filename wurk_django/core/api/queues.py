@@ -5,8 +5,15 @@ from dataclasses import dataclass
 
 from .. import keys
 from ..fetch.base import paused_set_changed
-from .base import (DEFAULT_PAGE_SIZE, ApiObject, Page, SearchResult, WrongTypeError, as_bytes,
-                   check_paging)
+from .base import (
+    DEFAULT_PAGE_SIZE,
+    ApiObject,
+    Page,
+    SearchResult,
+    WrongTypeError,
+    as_bytes,
+    check_paging,
+)
 from .records import JobRecord, enqueued_latency
 
 ITERATION_CHUNK = 100

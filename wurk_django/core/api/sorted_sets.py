@@ -6,7 +6,7 @@ ZREM removed it, so two operators clicking at once never push a job twice.
 
 import json
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from .. import keys
 from ..client import Client
@@ -14,8 +14,16 @@ from ..features import REVIVAL
 from ..payload import dumps
 from ..redis import REDIS_ERRORS
 from ..retry import run_death_handlers, send_to_dead
-from .base import (CHUNK_SIZE, DEFAULT_PAGE_SIZE, ApiObject, Page, SearchResult, as_bytes,
-                   check_paging, epoch_seconds)
+from .base import (
+    CHUNK_SIZE,
+    DEFAULT_PAGE_SIZE,
+    ApiObject,
+    Page,
+    SearchResult,
+    as_bytes,
+    check_paging,
+    epoch_seconds,
+)
 from .records import JobRecord
 
 logger = logging.getLogger("wurk")
@@ -46,7 +54,7 @@ class SortedEntry(JobRecord):
 
     @property
     def at(self) -> datetime:
-        return datetime.fromtimestamp(self.score, timezone.utc)
+        return datetime.fromtimestamp(self.score, UTC)
 
     @property
     def key(self) -> str:

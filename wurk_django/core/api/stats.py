@@ -1,6 +1,6 @@
 """Cluster-wide numbers: lifetime counters, set sizes, queue sizes and daily history."""
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from .. import keys
 from .base import ApiObject, WrongTypeError, text
@@ -89,9 +89,9 @@ class History(ApiObject):
             raise ValueError(f"days_previous must be between 1 and {HISTORY_MAX_DAYS}, "
                              f"got {days_previous!r}")
         if isinstance(start_date, datetime):
-            start_date = start_date.astimezone(timezone.utc).date()
+            start_date = start_date.astimezone(UTC).date()
         self.days_previous = days_previous
-        self.start_date = start_date or datetime.now(timezone.utc).date()
+        self.start_date = start_date or datetime.now(UTC).date()
         self._cache: dict[str, dict[str, int]] = {}
 
     @property

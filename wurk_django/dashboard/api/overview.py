@@ -1,7 +1,8 @@
 """`meta`, `health`, `stats` and `stats/history`: who is asking, and the cluster's numbers."""
 
 import time
-from datetime import datetime, time as clock, timezone
+from datetime import UTC, datetime
+from datetime import time as clock
 
 from django.middleware.csrf import get_token
 from django.urls import reverse
@@ -101,8 +102,8 @@ def history(request):
 
 def marks_between(start: datetime, end: datetime) -> list[dict]:
     """Deploy marks of every UTC day from `start` to `end`, oldest first."""
-    start = datetime.combine(start.date(), clock.min, timezone.utc)
-    end = datetime.combine(end.date(), clock.min, timezone.utc)
+    start = datetime.combine(start.date(), clock.min, UTC)
+    end = datetime.combine(end.date(), clock.min, UTC)
     found = deploy.fetch_days(deploy.days_between(start, end))
     return [mark_item(at, label) for at, label in found.items()]
 

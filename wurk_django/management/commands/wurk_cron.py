@@ -1,7 +1,7 @@
 """`manage.py wurk_cron`: list, pause, unpause, fire and show the history of cron loops,
 through the data API's LoopSet as the dashboard does, printed as plain-text tables."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -64,7 +64,7 @@ def _times(epoch: int | None, tz: str) -> tuple[str, str]:
     """An instant in the loop's zone and in UTC."""
     if epoch is None:
         return "-", "-"
-    utc = datetime.fromtimestamp(epoch, timezone.utc)
+    utc = datetime.fromtimestamp(epoch, UTC)
     local = utc.astimezone(lenient_zone(tz))
     return f"{local:%Y-%m-%d %H:%M:%S} {tz or 'UTC'}", f"{utc:%Y-%m-%d %H:%M:%S} UTC"
 
