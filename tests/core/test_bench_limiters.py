@@ -29,5 +29,7 @@ def test_a_tiny_limiters_run_reports_each_limiters_cost(redis_url, tmp_path):
     assert rows["noop jobs/s inside a concurrent limiter never hit, 10 threads x 1 process"] > 0
     # Per job, the fetch's batching moves with so few jobs: the full run measures it.
     assert "Redis round trips the limiter adds per job, 10 threads x 1 process" in rows
+    # The ideal is a lower bound (two jobs at once, never more); a third at once would read
+    # about 0.67. The 1 % is the counter poll's granularity at this tiny scale.
     assert rows["task concurrency=2, 20 x 50 ms jobs on 2 processes x 10 threads: drain "
-                "time / ideal"] >= 1
+                "time / ideal"] >= 0.99
