@@ -177,7 +177,8 @@ def notes(results) -> str:
              "Cells: median (min-max); ratios: the median of per-run ratios against "
              f"{results.labels[0]}, runs paired within each repeat."]
     for label, target in meta["targets"].items():
-        versions = ", ".join(f"{k} {v}" for k, v in target.items() if k != "settings")
+        versions = ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
+                             for k, v in target.items() if k != "settings")
         lines.append(f"- {label}: {target['settings']}" + (f" ({versions})" if versions else ""))
     return "\n".join(lines)
 

@@ -51,7 +51,7 @@ class GuaranteeCalls:
                           False)]
         for name, label in PUSHES:
             samples += [Sample(f"{label}, per push", "µs", rows[name]["us_per_call"], False),
-                        Sample(f"{label}, Redis round trips per push", "per job",
+                        Sample(f"{label}, Redis round trips per push", "per push",
                                rows[name]["round_trips"], False)]
         samples += [
             Sample("decode + job hooks of a plain job (perform does nothing)", "µs",

@@ -7,7 +7,8 @@ import time
 
 from .measure import Sample
 
-DECIMALS = {"jobs/s": 0, "calls/s": 0, "ms": 2, "s": 3, "MiB": 1, "%": 1, "per job": 2, "x": 2}
+DECIMALS = {"jobs/s": 0, "calls/s": 0, "ms": 2, "s": 3, "MiB": 1, "%": 1, "per job": 2,
+            "per call": 2, "per push": 2, "x": 2}
 BAR_WIDTH = 24
 REDRAW_S = 0.1
 
