@@ -192,7 +192,7 @@ def stop_project_redis() -> None:
         return
     try:
         call_command("wurk_redis", "stop")
-    except Exception as exc:  # the demo must still exit cleanly
+    except Exception as exc:  # noqa: BLE001 - the demo must still exit cleanly
         print(f"Could not stop the project Redis: {exc}")
 
 

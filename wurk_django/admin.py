@@ -30,7 +30,7 @@ class DashboardAdmin(admin.ModelAdmin):
     def get_urls(self):
         info = self.opts.app_label, self.opts.model_name
         return [path("", self.admin_site.admin_view(self.redirect_to_shell),
-                     name="%s_%s_changelist" % info)]
+                     name="{}_{}_changelist".format(*info))]
 
     def redirect_to_shell(self, request):
         return HttpResponseRedirect(reverse("wurk:shell"))

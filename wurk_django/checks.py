@@ -19,10 +19,11 @@ ENCRYPTION_HINT = ('Set WURK["ENCRYPTION"] = {"ACTIVE_VERSION": 1, "KEY_RESOLVER
                    '"myproject.crypto.key_for"}, a function returning the 32-byte key of a '
                    'version, and install "wurk-django[crypto]".')
 # The check id for an invalid key; every other key is wurk.E004.
-CHECK_IDS = {"QUEUES": ("wurk.E003", QUEUES_HINT), "CRON": ("wurk.E005", CRON_HINT),
-             "CRON_TZ": ("wurk.E005", CRON_HINT),
-             "EMBEDDED": ("wurk.E007", 'Use True, or {"CONCURRENCY": 2}.'),
-             "ENCRYPTION": ("wurk.E008", ENCRYPTION_HINT)}
+CHECK_IDS: dict[str | None, tuple[str, str]] = {
+    "QUEUES": ("wurk.E003", QUEUES_HINT), "CRON": ("wurk.E005", CRON_HINT),
+    "CRON_TZ": ("wurk.E005", CRON_HINT),
+    "EMBEDDED": ("wurk.E007", 'Use True, or {"CONCURRENCY": 2}.'),
+    "ENCRYPTION": ("wurk.E008", ENCRYPTION_HINT)}
 
 
 @register("wurk")
@@ -77,7 +78,7 @@ def _check_encryption(config) -> list:
     from .core import encryption
     from .core.registry import REGISTRY
     wanting = [name for name in REGISTRY.names()
-               if (REGISTRY.find(name).task_options or {}).get("encrypt")]
+               if (REGISTRY.get(name).task_options or {}).get("encrypt")]
     if config.default_job_options.get("encrypt"):
         wanting.insert(0, "WURK['DEFAULT_JOB_OPTIONS']")
     settings = encryption.settings_for(config)

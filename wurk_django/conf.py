@@ -78,7 +78,7 @@ def _lower_keys(value):
 
 
 SHAPES = {"CAPSULES": _capsules, "RELIABLE_PUSH": _lower_keys, "ENCRYPTION": _lower_keys}
-KEY_OF_FIELD = {field: key for key, field in FIELDS.items()}
+KEY_OF_FIELD: dict[str | None, str] = {field: key for key, field in FIELDS.items()}
 CRON_ENTRY = re.compile(r"^cron entry (\d+)")  # how the core names an item of cron_entries
 # Keys of the Django layer itself (no Config field).
 OTHER_KEYS = {"REDIS_URL", "CACHE_ALIAS", "DASHBOARD", "EMBEDDED", "TRANSACTIONAL",
@@ -222,6 +222,7 @@ def config_error(exc: ConfigurationError, labels: Mapping) -> SettingError:
     """The Config's error told with the setting the failing field came from."""
     label = labels.get(exc.field)
     text = str(exc)
+    renamed: str | ConfigurationError
     entry = CRON_ENTRY.match(text) if exc.field == "cron_entries" else None
     if entry and label:
         renamed = f"{label}[{entry.group(1)}]{text[entry.end():]}"  # WURK['CRON'][1] (task)
@@ -279,7 +280,8 @@ def process_options(wurk: Mapping | None = None, **flags) -> ProcessOptions:
     wins over the environment (WURK_COUNT, then SIDEKIQ_COUNT; WURK_MAXMEM_MB, then
     SIDEKIQ_MAXMEM_MB)."""
     wurk = wurk_settings() if wurk is None else wurk
-    values, labels = {}, {}
+    values: dict[str, Any] = {}
+    labels: dict[str | None, str] = {}
     for key, field in PROCESS_KEYS.items():
         if flags.get(field) is not None:
             values[field], labels[field] = flags[field], "--" + field.replace("_", "-")
@@ -289,9 +291,10 @@ def process_options(wurk: Mapping | None = None, **flags) -> ProcessOptions:
         with_environment(values, labels)  # WURK_COUNT, SIDEKIQ_MAXMEM_MB, ...
         return ProcessOptions(**values)
     except ConfigurationError as exc:
-        label = labels.get(exc.field, exc.field)
-        key = next((k for k, f in PROCESS_KEYS.items() if f == exc.field), None)
-        raise SettingError(str(exc.renamed(label)), key if label.startswith("WURK[") else None,
+        label = str(labels.get(exc.field, exc.field))  # the field is always set
+        setting = next((k for k, f in PROCESS_KEYS.items() if f == exc.field), None)
+        raise SettingError(str(exc.renamed(label)),
+                           setting if label.startswith("WURK[") else None,
                            field=exc.field) from None
 
 

@@ -63,7 +63,7 @@ def _assert_now(value, timestamp_format, before, after):
 
 @pytest.mark.parametrize("name", [n for n in job_names() if n != "float_spelling"])
 def test_every_captured_job_round_trips_byte_for_byte(name):
-    for index, entry in enumerate(golden(name)["entries"]):
+    for index, _entry in enumerate(golden(name)["entries"]):
         raw = member(name, index).encode("utf-8")
         assert dumps(loads(raw)) == raw
 

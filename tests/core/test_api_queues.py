@@ -193,6 +193,6 @@ def test_args_of_an_encrypted_job_hide_the_last_argument():
 def test_reads_become_redis_unavailable_when_redis_is_down():
     down = Config(redis_url=f"redis://127.0.0.1:{free_port()}/0", network_timeout_s=0.5)
     with pytest.raises(RedisUnavailableError):
-        Queue("default", down).size
+        _ = Queue("default", down).size
     with pytest.raises(RedisUnavailableError):
         Queue("default", down).clear()

@@ -216,7 +216,7 @@ def tasks():
 
 def test_a_rescheduled_job_is_neither_success_nor_failure_for_its_batch(
         config, start_worker, redis_client, quick_backoff, tasks):
-    with Batch(on_success=batch_jobs.Recorder, on_complete=batch_jobs.Recorder) as batch:
+    with Batch(on_success=batch_jobs.Recorder, on_complete=batch_jobs.Recorder):
         for n in range(10):
             tasks.limited.perform_async(n)
     start_worker("-c", "5", *FAST, "--require", "tests.core.batch_jobs", require=JOBS,

@@ -159,7 +159,7 @@ class Color(enum.IntEnum):
     RED = 1
 
 
-class Mode(str, enum.Enum):
+class Mode(str, enum.Enum):  # noqa: UP042 - the (str, Enum) mix-in applications write
     FAST = "fast"
 
 

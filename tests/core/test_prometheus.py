@@ -178,7 +178,7 @@ def test_a_worker_counts_its_own_jobs_by_class_on_its_metrics_port(start_worker,
     client = Client(config)
     for n in range(4):
         client.push({"class": "tests.core.jobs.record", "args": [n]})
-    for n in range(2):
+    for _ in range(2):
         client.push({"class": "tests.core.jobs.fails_without_retry", "args": ["boom"]})
     wait_until(lambda: redis_client.llen("test:results") == 4, 20, message="4 records")
     worker.wait_for_log("Serving metrics on http://127.0.0.1:")

@@ -47,7 +47,7 @@ class OnBlocked(threading.Thread):
                 self.action(self.admin, client["id"])
             if self.then:
                 self.then(self.admin)
-        except BaseException as exc:  # reported by finish()
+        except BaseException as exc:  # noqa: BLE001 - kept for finish() to raise in the test
             self.error = exc
 
     def _blocked(self, handled):

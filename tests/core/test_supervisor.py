@@ -160,7 +160,7 @@ def test_term_stops_every_child_and_sigkills_a_straggler(config, swarm, redis_cl
     lines = log.splitlines()
     assert lines.index(kill) < lines.index(_line_with(log, "every worker process has stopped"))
     assert f"Worker process {graceful} still running" not in log
-    assert any(f"pid={graceful} " in l and "Bye!" in l for l in log.splitlines())
+    assert any(f"pid={graceful} " in line and "Bye!" in line for line in log.splitlines())
     # Not lost: the SIGKILLed child's job waits in its private list for the reaper.
     held = [loads(raw)["jid"] for raw in private_lists(redis_client, deaf)]
     queued = [loads(raw)["jid"] for raw in redis_client.lrange("queue:default", 0, -1)]

@@ -113,7 +113,7 @@ def test_enqueue_pushes_the_envelope_and_returns_a_ready_result(redis_client):
 
 
 def test_arguments_follow_djangos_json_rules(redis_client):
-    class Colour(str, enum.Enum):
+    class Colour(str, enum.Enum):  # noqa: UP042 - the (str, Enum) mix-in applications write
         RED = "red"
 
     result = tasks.echo.enqueue((1, 2), Colour.RED, data=b"bytes")
@@ -228,7 +228,7 @@ def test_a_raising_task_is_failed_with_its_class_and_traceback(redis_client,
     assert error.traceback.rstrip().endswith("TaskBoom: kaboom")
     assert result.finished_at >= result.started_at
     with pytest.raises(ValueError):
-        result.return_value
+        _ = result.return_value
     # RETRY False: no retry and no dead entry, as Wurk's `retry: false`.
     assert RetrySet().size == 0 and DeadSet().size == 0
 

@@ -178,7 +178,7 @@ class HostNetwork:
         for host in self.hosts:
             try:
                 host.kill_all()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - every step is tried; raised at the end
                 failures.append(exc)
             removed = _run("ip", "netns", "del", host.namespace, check=False)
             if removed.returncode and "No such file" not in removed.stderr:

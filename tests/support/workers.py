@@ -35,7 +35,8 @@ def wait_until(predicate, timeout_s: float = 10, interval_s: float = 0.02, messa
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {message or predicate}")
+            raise AssertionError(f"timed out after {timeout_s} s waiting for "
+                                 f"{message or predicate}")
         time.sleep(interval_s)
 
 
@@ -58,7 +59,8 @@ def children(parent: int) -> set[int]:
 class WorkerProcess:
     """A `python -m wurk_django.core` process whose output goes to a log file."""
 
-    def __init__(self, args: list[str], env: dict, log_path: Path, command: list[str] | None = None):
+    def __init__(self, args: list[str], env: dict, log_path: Path,
+                 command: list[str] | None = None):
         self.args = args
         self.env = env
         self.log_path = log_path
@@ -93,8 +95,9 @@ class WorkerProcess:
     def wait(self, timeout_s: float = 30) -> int:
         try:
             return self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"worker did not exit within {timeout_s} s:\n{self.log()}")
+        except subprocess.TimeoutExpired as exc:
+            message = f"worker did not exit within {timeout_s} s:\n{self.log()}"
+            raise AssertionError(message) from exc
 
     def stop(self) -> None:
         """Kill it if it is still running (test teardown)."""

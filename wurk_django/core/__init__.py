@@ -24,7 +24,7 @@ from .version import VERSION
 from .workflow import Workflow
 
 
-def strict_args(mode="raise") -> None:
+def strict_args(mode: str | bool = "raise") -> None:
     """Set how non-JSON-native arguments are treated: "raise", "warn" or False."""
     set_default_config(get_default_config().replace(on_complex_arguments=mode))
 

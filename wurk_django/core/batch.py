@@ -22,24 +22,32 @@ import base64
 import json
 import secrets
 import time
+from collections.abc import Iterable
 from datetime import timedelta
-from typing import Self
+from types import TracebackType
+from typing import Any, Self
 
 from . import keys, statsd, testing_modes
 from .batch_push import BLOCK, RUNNING, Frame, empty_job, release_command, write
 from .batch_redis import batch_keys, call, script_command
 from .batch_status import DEFAULT_CALLBACK_QUEUE, BatchStatus, decode
 from .batch_targets import check_event, target_name
-from .config import get_default_config
+from .config import Config, get_default_config
 from .errors import BatchError, BatchNotFoundError
 from .features import COLLECTING, undo_client_hooks
 from .payload import loads
-from .redis import connection_for
+from .redis import RedisConnection, connection_for
 
 DEFAULT_EXPIRES_S = 30 * 24 * 3600  # a batch not succeeded by then is dropped
 INDEX_AGE_S = 30 * 24 * 3600        # `batches` keeps this much...
 INDEX_CAP = 1_000_000               # ... and at most this many
 MAX_CALLBACKS = 1000
+
+# A callback target: a class with an `on_<event>` method, or its dotted path (a
+# "module.Class#method" path names the method). A callback option of Batch() is a
+# target or (target, options).
+CallbackTarget = type | str
+Callback = CallbackTarget | tuple[CallbackTarget, Any]
 
 
 def new_bid() -> str:
@@ -79,7 +87,7 @@ def class_name(value) -> str | None:
     raise BatchError(f"callback_class must be a class or a dotted path, got {value!r}")
 
 
-def batch_valid(bid: str, config=None) -> bool:
+def batch_valid(bid: str, config: Config | None = None) -> bool:
     """False once the batch `bid` is invalidated."""
     connection = connection_for(config or get_default_config())
     value = connection.read(connection.client.hget, keys.batch(bid), "invalidated")
@@ -91,9 +99,11 @@ class Batch:
     (`Batch(bid)`), to add jobs with `with batch:` and callbacks with `batch.on(...)`."""
 
     def __init__(self, bid: str | None = None, *, description: str | None = None,
-                 on_complete=None, on_success=None, on_death=None,
-                 callback_queue: str | None = None, callback_class=None,
-                 tags=None, expires_in=None, linger=None, config=None):
+                 on_complete: Callback | None = None, on_success: Callback | None = None,
+                 on_death: Callback | None = None, callback_queue: str | None = None,
+                 callback_class: type | str | None = None, tags: Iterable[str] | None = None,
+                 expires_in: float | timedelta | None = None,
+                 linger: float | timedelta | None = None, config: Config | None = None) -> None:
         self.config = config or get_default_config()
         self._callbacks: list[str] = []
         self._flushed = False
@@ -138,7 +148,7 @@ class Batch:
         return f"<Batch {self.bid}{' (not written yet)' if not self._flushed else ''}>"
 
     @property
-    def connection(self):
+    def connection(self) -> RedisConnection:
         return connection_for(self.config)
 
     @property
@@ -147,7 +157,7 @@ class Batch:
         return not self._flushed
 
     @classmethod
-    def create(cls, bid: str, **options) -> "Batch":
+    def create(cls, bid: str, **options: Any) -> "Batch":
         """A new batch with a bid of your choosing, created at most once: if a batch with
         that bid exists when its block exits (code run a second time), the block's jobs
         are not pushed again. Takes the options a new Batch() takes."""
@@ -177,7 +187,7 @@ class Batch:
         return self._description
 
     @description.setter
-    def description(self, value) -> None:
+    def description(self, value: str | None) -> None:
         self._before_first_block("description")
         if value is not None and not isinstance(value, str):
             raise BatchError(f"description must be a string, got {value!r}")
@@ -188,7 +198,7 @@ class Batch:
         return self._callback_queue
 
     @callback_queue.setter
-    def callback_queue(self, value) -> None:
+    def callback_queue(self, value: str) -> None:
         self._before_first_block("callback_queue")
         if not isinstance(value, str) or not value:
             raise BatchError(f"callback_queue must be a queue name, got {value!r}")
@@ -199,7 +209,7 @@ class Batch:
         return self._callback_class
 
     @callback_class.setter
-    def callback_class(self, value) -> None:
+    def callback_class(self, value: type | str | None) -> None:
         self._before_first_block("callback_class")
         self._callback_class = class_name(value)
 
@@ -208,13 +218,13 @@ class Batch:
         return list(self._tags)
 
     @tags.setter
-    def tags(self, value) -> None:
+    def tags(self, value: Iterable[str]) -> None:
         self._before_first_block("tags")
         if isinstance(value, str) or not all(isinstance(tag, str) and tag for tag in value):
             raise BatchError(f"tags must be a list of non-empty strings, got {value!r}")
         self._tags = list(value)
 
-    def expires_in(self, value) -> "Batch":
+    def expires_in(self, value: float | timedelta) -> "Batch":
         """Drop the batch this long after its first block if it has not succeeded by
         then (default 30 days)."""
         self._before_first_block("expires_in")
@@ -227,7 +237,7 @@ class Batch:
         return self._linger
 
     @linger.setter
-    def linger(self, value) -> None:
+    def linger(self, value: float | timedelta) -> None:
         value = seconds(value, "linger")
         if self._flushed and not call(self.connection, "batch_set", [keys.batch(self.bid)],
                                       ["linger", value]):
@@ -236,7 +246,7 @@ class Batch:
 
     # --- callbacks ---------------------------------------------------------------------
 
-    def on(self, event: str, target, options=None) -> "Batch":
+    def on(self, event: str, target: CallbackTarget, options: Any = None) -> "Batch":
         """Call `target` when the batch fires `event` ("complete", "success", "death"),
         with `(status, options)`; `options` goes through JSON. The same callback
         registered twice runs once."""
@@ -332,7 +342,8 @@ class Batch:
         frame.collecting = COLLECTING.set(True)
         return self
 
-    def __exit__(self, exc_type, exc, traceback) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
         frame = BLOCK.get()
         if frame is None or frame.batch is not self:
             raise BatchError(f"batch {self.bid}'s block closed out of order (close a block "

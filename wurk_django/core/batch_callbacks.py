@@ -161,7 +161,8 @@ def _kill_unresolvable(count, exc, job):
 class CallbackJob(Job):
     """Runs one batch callback: `target(status, options)` on a fresh instance."""
 
-    wurk_options: ClassVar[dict] = {"name": CALLBACK_CLASS, "retry": True, "retry_in": _kill_unresolvable}
+    wurk_options: ClassVar[dict] = {"name": CALLBACK_CLASS, "retry": True,
+                                    "retry_in": _kill_unresolvable}
 
     def perform(self, bid, target, event, options):
         status = BatchStatus(bid)

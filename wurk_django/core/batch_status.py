@@ -6,7 +6,7 @@ import json
 import time
 
 from . import keys
-from .config import get_default_config
+from .config import Config, get_default_config
 from .errors import BatchError
 from .redis import connection_for
 
@@ -59,7 +59,7 @@ def part_keys(bid: str) -> list[str]:
 class BatchStatus:
     """A batch as it stands: read once at creation (`reload()` reads again)."""
 
-    def __init__(self, bid: str, config=None):
+    def __init__(self, bid: str, config: Config | None = None) -> None:
         if not isinstance(bid, str) or not bid.strip():
             raise BatchError(f"a batch status needs a bid, got {bid!r}")
         self.bid = bid

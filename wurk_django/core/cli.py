@@ -5,6 +5,7 @@ import importlib
 import logging
 import os
 import sys
+from typing import Any, cast
 
 from . import runner
 from .config import Config, ProcessOptions
@@ -104,7 +105,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 def process_options(args: argparse.Namespace) -> ProcessOptions:
     """The flags, else the environment (WURK_COUNT, SIDEKIQ_COUNT, WURK_MAXMEM_MB, ...)."""
-    values, labels = {}, {}
+    values: dict[str, Any] = {}
+    labels: dict[str | None, str] = {}
     for dest, field in PROCESS_FLAGS.items():
         if getattr(args, dest) is not None:
             values[field], labels[field] = getattr(args, dest), "--" + dest.replace("_", "-")
@@ -112,7 +114,7 @@ def process_options(args: argparse.Namespace) -> ProcessOptions:
         with_environment(values, labels)
         return ProcessOptions(**values)
     except ConfigurationError as exc:
-        raise exc.renamed(labels.get(exc.field, exc.field)) from None
+        raise exc.renamed(str(labels.get(exc.field, exc.field))) from None
 
 
 def flag_error(exc: ConfigurationError, args: argparse.Namespace) -> ConfigurationError:
@@ -142,7 +144,8 @@ def main(argv=None) -> int:
             importlib.import_module(module)
         config = config_from_args(args)
         configured_entries(config)  # a bad loop fails here, before any process forks
-        return runner.serve(config, processes=process.processes,
+        # ProcessOptions has made `processes` a count.
+        return runner.serve(config, processes=cast(int, process.processes),
                             max_memory_mb=process.max_memory_mb,
                             sizing_note=process.sizing_note)
     except ConfigurationError as exc:

@@ -1,5 +1,7 @@
 """Pushing jobs: normalise, run client middleware, check arguments, write to Redis."""
 
+from typing import Any
+
 from . import keys
 from .config import Config, get_default_config
 from .encryption import require_key
@@ -7,7 +9,7 @@ from .errors import JobArgumentError
 from .features import COLLECTING, HOOKS, PUSH, intercepted, run_client_hooks
 from .features import install as install_features
 from .options import TRANSIENT_KEYS, check_item, retry_for_seconds
-from .payload import check_args, check_at, dumps, encode_error, new_jid, scheduled_at
+from .payload import Interval, check_args, check_at, dumps, encode_error, new_jid, scheduled_at
 from .push_buffer import buffer_for
 from .redis import LUA_DIR, RedisConnection, connection_for
 from .registry import REGISTRY, task_class
@@ -100,12 +102,12 @@ class Client:
             require_key(self.config)  # no key: the push fails here, not at the commit
 
     def _push_now(self, job: dict, origin: str = PUSH) -> str | None:
-        job = self.prepare(job, origin)
-        if job is None:
+        prepared = self.prepare(job, origin)
+        if prepared is None:
             return None
-        if self.raw_push([job]):
+        if self.raw_push([prepared]):
             return None  # refused: another job holds its unique lock
-        return job["jid"]
+        return prepared["jid"]
 
     def push_bulk(self, item: dict) -> list[str | None]:
         """Push many jobs of one class: `item["args"]` is a list of argument lists.
@@ -139,11 +141,12 @@ class Client:
         return results
 
     @classmethod
-    def enqueue_to(cls, queue: str, klass, *args) -> str | None:
+    def enqueue_to(cls, queue: str, klass: Any, *args: Any) -> str | None:
         return cls().push({"queue": queue, "class": klass, "args": list(args)})
 
     @classmethod
-    def enqueue_to_in(cls, queue: str, interval, klass, *args) -> str | None:
+    def enqueue_to_in(cls, queue: str, interval: Interval, klass: Any,
+                      *args: Any) -> str | None:
         item = {"queue": queue, "class": klass, "args": list(args)}
         at = scheduled_at(interval)
         if at is not None:
@@ -167,7 +170,7 @@ class Client:
             job.update(task.resolved_options)
         wrapped = item.get("wrapped")
         if isinstance(wrapped, str) and wrapped in REGISTRY:
-            job.update(REGISTRY.find(wrapped).resolved_options)
+            job.update(REGISTRY.get(wrapped).resolved_options)
         job.update(item)
         if task is not None:
             job["class"] = task.wire_name

@@ -7,7 +7,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import sizing
 from . import validation as check
@@ -209,7 +209,15 @@ class Config:
     health_port: int | None = None
     health_address: str = "0.0.0.0"
 
-    def __post_init__(self):
+    if TYPE_CHECKING:
+        # Derived by __post_init__ (object.__setattr__): per instance, but not dataclass
+        # fields (no argument, not compared). ClassVar keeps the type checker's dataclass
+        # model from taking them for fields.
+        _sealed: ClassVar[bool]
+        def job_clock(self) -> float: ...  # now, in the timestamp format
+        capsules_: ClassVar[tuple[Capsule, ...]]
+
+    def __post_init__(self) -> None:
         set_ = object.__setattr__
         set_(self, "_sealed", False)
         self._check_numbers()
@@ -311,10 +319,10 @@ class Config:
         return tuple(capsules)
 
     @classmethod
-    def from_url(cls, url: str, **options) -> "Config":
+    def from_url(cls, url: str, **options: Any) -> "Config":
         return cls(redis_url=url, **options)
 
-    def replace(self, **changes) -> "Config":
+    def replace(self, **changes: Any) -> "Config":
         """Return a copy with `changes`; `default_job_options` merges, as Sidekiq's does.
 
         The copy gets its own hook lists and chains: a launcher seals the copy it runs,
@@ -399,7 +407,10 @@ class ProcessOptions:
     max_memory_mb: float | None = None
     log_format: str = "text"
 
-    def __post_init__(self):
+    if TYPE_CHECKING:
+        sizing_note: ClassVar[str]  # set by __post_init__, as Config's derived attributes
+
+    def __post_init__(self) -> None:
         count, note = sizing.process_count(self.processes)
         object.__setattr__(self, "processes", count)
         object.__setattr__(self, "sizing_note", note)  # how the count was reached, or ""

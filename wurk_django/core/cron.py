@@ -151,7 +151,8 @@ def record_history(connection, lid: str, fired_at: int, jid: str) -> None:
     pipe.execute()
 
 
-def push_item(lid: str, klass: str, options: Mapping, jid: str | None = None) -> dict:
+def push_item(lid: str, klass: str | None, options: Mapping,
+              jid: str | None = None) -> dict:
     """The job a loop pushes: its class and args; its queue and retry override the task's."""
     args = options.get("args", [])
     item = {"class": klass, "args": args if isinstance(args, list) else [args],
@@ -189,7 +190,7 @@ class CronDriver:
         if register_loops:
             try:
                 register(self.connection, self.entries)
-            except Exception as exc:  # Redis trouble: the leader's sync writes them too
+            except Exception as exc:  # noqa: BLE001 - the leader's sync writes them too
                 self._report(exc)
         return self._loop.start()
 
@@ -217,7 +218,7 @@ class CronDriver:
                 self.run_loop(lid, now)
             except REDIS_ERRORS:
                 raise  # every other loop would fail the same way: one outage report
-            except Exception as exc:  # one failing loop never starves the others
+            except Exception as exc:  # noqa: BLE001 - one failing loop must not starve the rest
                 self.config.handle_exception(exc, {"context": f"cron loop {lid}"})
 
     def run_loop(self, lid: str, now: int) -> int:
@@ -233,6 +234,7 @@ class CronDriver:
         if not expression or paused == "1":
             return 0
         schedule = schedule_for(expression, tz)
+        slot: int | None
         if nf:
             slot, token = int(nf), nf
         else:
@@ -262,7 +264,8 @@ class CronDriver:
             keys=[keys.loop(lid)], args=[token, str(now), "" if future is None else str(future)])
         return bool(claimed)
 
-    def push(self, lid: str, klass: str, options: dict, slot: int, now: int) -> str | None:
+    def push(self, lid: str, klass: str | None, options: dict, slot: int,
+             now: int) -> str | None:
         try:
             jid = self.client.push(push_item(lid, klass, options, occurrence_jid(lid, slot)))
         except Exception as exc:

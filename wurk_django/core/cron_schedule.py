@@ -8,6 +8,7 @@ spring-forward time to the next valid one and misses some repeated fall-back one
 import logging
 import re
 from datetime import UTC, datetime, timedelta, timezone
+from typing import cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
@@ -29,7 +30,7 @@ _FIELD = re.compile(r"^[0-9*,/\-]+$")
 # larger than that matches only the first value, never "every N" as written.
 _FIELD_SPANS = (("minute", 60), ("hour", 24), ("day", 31), ("month", 12), ("weekday", 7),
                 ("second", 60))
-_warned_zones: set[str] = set()
+_warned_zones: set[str | None] = set()
 
 
 def normalize_expression(expression) -> str:
@@ -154,7 +155,8 @@ class CronSchedule:
         return max(shift - timedelta(seconds=high - t), timedelta(0))
 
     def _offset(self, t: int) -> timedelta:
-        return datetime.fromtimestamp(t, self.zone).utcoffset()
+        # An aware datetime always has an offset.
+        return cast(timedelta, datetime.fromtimestamp(t, self.zone).utcoffset())
 
     def _instants(self, wall: datetime) -> tuple[int | None, int | None]:
         """The instants a naive wall time denotes: (None, None) in a spring-forward gap,

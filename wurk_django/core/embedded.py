@@ -8,7 +8,9 @@ remote signals are ignored; keep the concurrency small, as jobs share the host's
 import logging
 import threading
 import time
+from typing import Any
 
+from .config import Config
 from .errors import ConfigurationError
 from .launcher import Launcher
 from .runner import check_redis
@@ -23,7 +25,7 @@ STARTUP_PAUSE_S = 0.2
 class Embedded:
     """One embedded worker: `run()` starts it, `quiet()` stops fetching, `stop()` ends it."""
 
-    def __init__(self, config):
+    def __init__(self, config: Config) -> None:
         self.config = config
         self.launcher: Launcher | None = None
         self._lock = threading.Lock()
@@ -76,7 +78,7 @@ def _stop_quietly(launcher: Launcher) -> None:
         logger.exception("Could not stop a partly started embedded worker")
 
 
-def configure_embed(config, **overrides) -> Embedded:
+def configure_embed(config: Config, **overrides: Any) -> Embedded:
     """An embedded worker for `config`: concurrency 2 unless `overrides` say otherwise.
 
     Overrides are Config fields (`concurrency=4`, `queues=[...]`). The worker runs a

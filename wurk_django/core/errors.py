@@ -1,5 +1,7 @@
 """Wurk's exception types; redis-py errors are rethrown as these at the boundary."""
 
+from typing import Any
+
 
 class WurkError(Exception):
     """Base class of every error Wurk raises on purpose."""
@@ -122,7 +124,7 @@ class OverLimit(WurkError):
     job (same jid) with a backoff instead of failing it, and sets `job` to its payload.
     """
 
-    def __init__(self, message: str = "", *, limiter=None):
+    def __init__(self, message: str = "", *, limiter: Any = None):
         super().__init__(message)
         self.limiter = limiter
         self.job: dict | None = None

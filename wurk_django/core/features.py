@@ -191,7 +191,7 @@ def undo_client_hooks(job: dict, config) -> None:
         if hook.undo is not None and hook.field in job:
             try:
                 hook.undo(job, config)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - one hook's error must not stop the others
                 config.handle_exception(exc, {"context": f"undoing the {hook.field!r} hook "
                                                          f"of a dropped push failed",
                                               "job": job})
@@ -244,7 +244,7 @@ def run_death_hooks(job: dict, exc: BaseException, config) -> None:
         if hook.field in job:
             try:
                 hook.died(job, exc, config)
-            except Exception as hook_exc:
+            except Exception as hook_exc:  # noqa: BLE001 - one hook's error must not stop the rest
                 config.handle_exception(hook_exc, {"context": f"death hook for "
                                                               f"{hook.field!r} failed",
                                                    "job": job})

@@ -16,6 +16,7 @@ import struct
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from .errors import ConfigurationError
 from .timer_loop import TimerLoop
@@ -114,7 +115,7 @@ class HealthServer:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    health = None
+    health: Any = None  # set on the server's subclass
     protocol_version = "HTTP/1.1"
 
     def do_GET(self):

@@ -15,7 +15,9 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextvars import ContextVar
+from typing import Any
 
 from .identity import pid, tid
 from .timer_loop import TimerLoop
@@ -42,7 +44,7 @@ class Context:
                                  if k not in _HIDDEN_IN_TEXT)
         return self._text
 
-    def extended(self, **fields) -> "Context":
+    def extended(self, **fields: Any) -> "Context":
         return Context({**self.fields, **fields})
 
 
@@ -52,7 +54,7 @@ _job_level: ContextVar[int | None] = ContextVar("wurk_job_log_level", default=No
 
 
 @contextlib.contextmanager
-def log_context(**fields):
+def log_context(**fields: Any) -> Iterator[None]:
     """Add fields to every log line written inside the block (this thread or task only)."""
     token = _context.set(_context.get().extended(**fields))
     try:
@@ -129,8 +131,9 @@ class _JobRecord(logging.LogRecord):
 
 
 # logging's start time: float seconds before Python 3.13, integer ns since.
-_LOGGING_STARTED_NS = (logging._startTime if isinstance(logging._startTime, int)
-                       else logging._startTime * 1e9)
+_LOGGING_STARTED_NS = (logging._startTime  # type: ignore[attr-defined]
+                       if isinstance(logging._startTime, int)  # type: ignore[attr-defined]
+                       else logging._startTime * 1e9)  # type: ignore[attr-defined]
 _JOB_RECORD_STATIC = {
     "name": "wurk", "args": (), "levelname": "INFO", "levelno": logging.INFO,
     "pathname": __file__, "filename": os.path.basename(__file__), "module": __name__,
@@ -290,11 +293,11 @@ class LogWriter:
                 break
             try:
                 lines.append(self.handler.format(record) + "\n")
-            except Exception:  # one bad record must not silence the rest
+            except Exception:  # noqa: BLE001 - one bad record must not silence the rest
                 self.handler.handleError(record)
         if lines:
             handler = self.handler
-            with handler.lock:
+            with handler.lock:  # type: ignore[union-attr]  # created by Handler.__init__
                 handler.stream.write("".join(lines))
                 handler.flush()
 
@@ -304,14 +307,15 @@ class LogWriter:
         if self._loop.stop(self.STOP_TIMEOUT_S):
             try:
                 self.drain()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - as the loop's on_error: report, at exit
                 self._write_failed(exc)
 
 
 _writer: LogWriter | None = None
 
 
-def _start_writer(handler: logging.handlers.QueueHandler, writer: logging.Handler) -> None:
+def _start_writer(handler: logging.handlers.QueueHandler,
+                  writer: logging.StreamHandler) -> None:
     global _writer
     handler.queue = queue.SimpleQueue()
     _writer = LogWriter(handler.queue, writer)
@@ -346,7 +350,7 @@ def _file_handlers():
 
 
 def _reopen(handler: logging.FileHandler) -> bool:
-    with handler.lock:  # the writer thread writes under it
+    with handler.lock:  # type: ignore[union-attr]  # the writer thread writes under it
         old = handler.stream
         if old is None:
             return False  # opened lazily (delay=True): its first line opens the new file

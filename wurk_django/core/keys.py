@@ -1,6 +1,6 @@
 """Every Redis key name Wurk reads or writes, exactly as Sidekiq spells it."""
 
-from datetime import datetime
+from datetime import date, datetime
 
 QUEUES = "queues"
 QUEUE_PREFIX = "queue:"
@@ -86,7 +86,7 @@ def histogram(klass: str, at: datetime) -> str:
     return f"h|{klass}-{at.day}-{at.hour}:{at.minute}"
 
 
-def deploy_marks(at: datetime) -> str:
+def deploy_marks(at: date) -> str:
     return f"{at:%Y%m%d}-marks"
 
 

@@ -5,6 +5,7 @@ import logging
 import os
 import threading
 import time
+from typing import cast
 
 from .client import Client
 from .cron import CronDriver
@@ -175,7 +176,7 @@ class Launcher:
     def _flush_metrics(self) -> None:
         try:
             self.metrics.flush(self.connection)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - lost metrics must not stop the exit
             self.config.handle_exception(exc, {"context": "metrics flush at exit"})
 
     def dump_threads(self) -> None:
@@ -184,6 +185,6 @@ class Launcher:
         import traceback
         frames = sys._current_frames()
         for thread in threading.enumerate():
-            frame = frames.get(thread.ident)
+            frame = frames.get(cast(int, thread.ident))  # started, so it has one
             stack = "".join(traceback.format_stack(frame)) if frame else "(no frame)\n"
             logger.warning("Thread %s (%s)\n%s", thread.name, thread.ident, stack)

@@ -93,7 +93,7 @@ class Leader:
             for callback in self._on_gain:
                 try:
                     callback()
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - a callback's error must not stop the rest
                     self._report(exc)
         return True
 

@@ -14,6 +14,8 @@ import logging
 import math
 import re
 import time
+from collections.abc import Callable, Iterable
+from typing import Any, ParamSpec, Self, TypeVar
 
 from . import keys
 from .errors import OverLimit
@@ -36,7 +38,11 @@ from .limiter_reschedule import claim_errors
 from .redis import REDIS_ERRORS
 
 logger = logging.getLogger("wurk")
-_UNSET = object()
+_UNSET: Any = object()
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+# (limiter, job, exc) -> seconds until the rescheduled job runs again.
+Backoff = Callable[["Limiter", dict, BaseException], float]
 
 NAME = re.compile(r"[A-Za-z0-9_\-:.#@]+")
 DEFAULT_TTL_S = 7_776_000  # 90 days
@@ -113,7 +119,8 @@ class Limiter:
     @classmethod
     def concurrent(cls, name: str, size: int, *, wait_timeout: float = 5,
                    lock_timeout: float = 30, policy: str = "raise", ttl: int = DEFAULT_TTL_S,
-                   reschedule: int = DEFAULT_RESCHEDULE, backoff=None) -> "Limiter":
+                   reschedule: int = DEFAULT_RESCHEDULE,
+                   backoff: Backoff | None = None) -> "Limiter":
         """At most `size` calls inside at once; a slot is a lease of `lock_timeout` s."""
         options = _common(name, policy, ttl, reschedule, backoff, wait_timeout)
         options.update(size=_positive("size", size),
@@ -123,7 +130,8 @@ class Limiter:
     @classmethod
     def bucket(cls, name: str, count: int, unit: str, *, wait_timeout: float = 5,
                policy: str = "raise", ttl: int = DEFAULT_TTL_S,
-               reschedule: int = DEFAULT_RESCHEDULE, backoff=None) -> "Limiter":
+               reschedule: int = DEFAULT_RESCHEDULE,
+               backoff: Backoff | None = None) -> "Limiter":
         """`count` calls per second, minute, hour or day, starting afresh at each one."""
         if unit not in UNITS:
             raise ValueError(f"unit must be one of {', '.join(UNITS)}, got {unit!r}")
@@ -132,9 +140,10 @@ class Limiter:
         return cls(Bucket(name, options))
 
     @classmethod
-    def window(cls, name: str, count: int, interval, *, wait_timeout: float = 5,
+    def window(cls, name: str, count: int, interval: float | str, *, wait_timeout: float = 5,
                policy: str = "raise", ttl: int = DEFAULT_TTL_S,
-               reschedule: int = DEFAULT_RESCHEDULE, backoff=None) -> "Limiter":
+               reschedule: int = DEFAULT_RESCHEDULE,
+               backoff: Backoff | None = None) -> "Limiter":
         """At most `count` calls in any `interval` (seconds or a unit name), sliding."""
         options = _common(name, policy, ttl, reschedule, backoff, wait_timeout)
         options.update(count=_positive("count", count),
@@ -142,9 +151,10 @@ class Limiter:
         return cls(Window(name, options))
 
     @classmethod
-    def leaky(cls, name: str, size: int, drain, *, wait_timeout: float = 5,
+    def leaky(cls, name: str, size: int, drain: float | str, *, wait_timeout: float = 5,
               policy: str = "raise", ttl: int = DEFAULT_TTL_S,
-              reschedule: int = DEFAULT_RESCHEDULE, backoff=None) -> "Limiter":
+              reschedule: int = DEFAULT_RESCHEDULE,
+              backoff: Backoff | None = None) -> "Limiter":
         """Bursts of up to `size` calls, then `size` per `drain` (seconds or a unit)."""
         options = _common(name, policy, ttl, reschedule, backoff, wait_timeout)
         options.update(size=_positive("size", size), drain=_seconds("drain", drain))
@@ -153,7 +163,7 @@ class Limiter:
     @classmethod
     def points(cls, name: str, capacity: int, refill: float, *, policy: str = "raise",
                ttl: int = DEFAULT_TTL_S, reschedule: int = DEFAULT_RESCHEDULE,
-               backoff=None) -> "Limiter":
+               backoff: Backoff | None = None) -> "Limiter":
         """`capacity` points refilled at `refill` per second; a call spends its estimate
         and is refused at once (no waiting) when the points are not there."""
         options = _common(name, policy, ttl, reschedule, backoff)
@@ -167,7 +177,9 @@ class Limiter:
         return Unlimited()
 
     @staticmethod
-    def configure(*, backoff=_UNSET, errors=_UNSET, redis_url=_UNSET) -> None:
+    def configure(*, backoff: Backoff | None = _UNSET,
+                  errors: Iterable[type[Exception]] | None = _UNSET,
+                  redis_url: str | None = _UNSET) -> None:
         """Set, for every limiter of this process, what is given: the reschedule
         `backoff` `(limiter, job, exc) -> seconds` (None: the default), exception classes
         that count as over-limit inside a job (a client library's "429 Too Many
@@ -190,7 +202,8 @@ class Limiter:
 
     # --- calls ----------------------------------------------------------------------
 
-    def within_limit(self, fn, *args, **kwargs):
+    def within_limit(self, fn: Callable[_P, _R], *args: _P.args,
+                     **kwargs: _P.kwargs) -> _R | None:
         """Run `fn(*args, **kwargs)` inside the limit and return its result; None when
         the call was skipped (`policy="ignore"`). Raises OverLimit when refused."""
         handle = self._enter(1)
@@ -301,7 +314,7 @@ class Limiter:
 
     # --- introspection --------------------------------------------------------------
 
-    def size(self):
+    def size(self) -> float:
         """How much of the limit is in use now (slots, calls, level or points)."""
         return self.status()["used"]
 
@@ -332,7 +345,7 @@ class Handle:
     """One admitted call: `release()` ends it (a concurrent slot goes back), and a points
     call settles what it really cost with `points_used(actual)`."""
 
-    def __init__(self, limiter: Limiter, cost):
+    def __init__(self, limiter: Limiter, cost: float) -> None:
         self.limiter = limiter
         self.cost = cost
         self.admitted_at: float | None = None  # Redis's time when the call was counted
@@ -377,11 +390,11 @@ class Handle:
             logger.warning("Could not release limiter %r (%s); its lease ends on its own",
                            self.limiter.name, exc)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         self.take()
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.release()
 
 
@@ -391,13 +404,14 @@ class Unlimited:
     name = "unlimited"
     type = "unlimited"
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.options = {"policy": "raise", "reschedule": DEFAULT_RESCHEDULE}
 
-    def within_limit(self, fn, *args, **kwargs):
+    def within_limit(self, fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R:
         return fn(*args, **kwargs)
 
-    def acquire(self, *, used=None, estimate=None) -> "_UnlimitedHandle":
+    def acquire(self, *, used: int | None = None,
+                estimate: float | None = None) -> "_UnlimitedHandle":
         return _UnlimitedHandle()
 
     def size(self) -> int:
@@ -416,14 +430,14 @@ class Unlimited:
 class _UnlimitedHandle:
     admitted_at = None
 
-    def points_used(self, actual) -> None:
+    def points_used(self, actual: float) -> None:
         pass
 
     def release(self) -> None:
         pass
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         pass

@@ -3,6 +3,7 @@
 import logging
 import threading
 import time
+from typing import cast
 
 from .fetch import fetcher_for
 from .joblog import JobLogger
@@ -48,7 +49,7 @@ class Manager:
         """Quiet, wait for running jobs until `deadline`, then requeue what is left."""
         self.quiet()
         while self.busy() and time.monotonic() < deadline and not self.force.is_set():
-            self.busy()[0].thread.join(min(0.1, max(deadline - time.monotonic(), 0)))
+            _thread_of(self.busy()[0]).join(min(0.1, max(deadline - time.monotonic(), 0)))
         self._flush_fetcher()
         if self.busy():
             self.hard_shutdown()
@@ -58,7 +59,7 @@ class Manager:
         try:
             self.fetcher.flush_acks()
             self.fetcher.return_prefetched()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the shutdown goes on, reported
             self.config.handle_exception(exc, {"context": "Flushing acknowledgements"})
 
     def hard_shutdown(self) -> None:
@@ -69,14 +70,19 @@ class Manager:
                            ", ".join(_jid_of(unit.job) for unit in units))
             try:
                 self.fetcher.bulk_requeue(units)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the shutdown goes on, reported
                 self.config.handle_exception(exc, {"context": "Requeueing jobs at shutdown"})
         for processor in busy:
             if processor.unit is not None:
                 processor.kill()
         deadline = time.monotonic() + HARD_SHUTDOWN_GRACE_S
         for processor in busy:
-            processor.thread.join(max(deadline - time.monotonic(), 0))
+            _thread_of(processor).join(max(deadline - time.monotonic(), 0))
+
+
+def _thread_of(processor: Processor) -> threading.Thread:
+    """A busy processor's thread: `busy()` lists only processors that have one."""
+    return cast(threading.Thread, processor.thread)
 
 
 def _jid_of(raw: bytes) -> str:

@@ -67,7 +67,7 @@ class Metrics:
                 pipe.expire(key, ttl)
             for klass, histogram in histograms.items():
                 key = keys.histogram(klass, now)
-                command = ["BITFIELD", key, "OVERFLOW", "SAT"]
+                command: list[str | int] = ["BITFIELD", key, "OVERFLOW", "SAT"]
                 for index, count in enumerate(histogram):
                     if count:
                         command += ["INCRBY", "u16", f"#{index}", count]

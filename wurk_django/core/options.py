@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import JobArgumentError
 from .payload import check_at, scheduled_at
@@ -51,7 +51,7 @@ class Option:
 
 # --- value checks: (value, label) -> the value to keep --------------------------------
 
-def _is_whole(value) -> bool:
+def _is_whole(value) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

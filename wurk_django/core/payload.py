@@ -136,7 +136,11 @@ INTERVAL_THRESHOLD = 1_000_000_000
 MAX_AT = 253_402_300_799
 
 
-def scheduled_at(interval) -> float | None:
+# A schedule: seconds from now (or epoch seconds from 10^9 on), a timedelta or a datetime.
+Interval = float | timedelta | datetime
+
+
+def scheduled_at(interval: Interval) -> float | None:
     """Apply the interval rule: the epoch seconds to run at, or None for "now".
 
     As in Sidekiq (`interval.to_f`), the value in seconds decides: below 10^9 it is
@@ -369,7 +373,7 @@ def encode_error(job: dict, exc: BaseException) -> JobArgumentError:
 def error_message(exc: BaseException) -> str:
     try:
         text = str(exc)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a user's __str__ may raise anything
         return ERROR_MESSAGE_FAILED
     text = text[:ERROR_MESSAGE_MAX]
     # Lone surrogates cannot be written as UTF-8; replace them rather than fail.

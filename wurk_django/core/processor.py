@@ -19,7 +19,7 @@ from .retry import RetryHandled, send_to_dead
 
 if TYPE_CHECKING:
     from .config import Config
-    from .fetch.base import Fetcher
+    from .fetch.base import Fetcher, UnitOfWork
     from .joblog import JobLogger
     from .metrics import Metrics
     from .middleware import Chain
@@ -71,7 +71,7 @@ class Processor:
         self.metrics = context.metrics
         self.server_middleware = context.server_middleware
         self.name = f"wurk-{context.name}-{index}"
-        self.unit = None
+        self.unit: UnitOfWork | None = None
         self.thread: threading.Thread | None = None
         self._backoff_s = 0.0
 
@@ -85,7 +85,7 @@ class Processor:
                 self.process_one()
             except Shutdown:
                 return
-            except Exception as exc:  # a bug of ours must not end the thread
+            except Exception as exc:  # noqa: BLE001 - a bug of ours must not end the thread
                 self.config.handle_exception(exc, {"context": "Processor internal error"})
                 time.sleep(0.1)
 
@@ -149,7 +149,7 @@ class Processor:
             self.config.handle_exception(exc, {"context": "Redis failed while booking a job's "
                                                           "failure; it stays in this process's "
                                                           "list", "job": job})
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever failed, the job is kept (in dead)
             # Booking the failure itself failed (a corrupt retry_count, a hook's bad
             # answer): nothing else will ever run or show this job, so keep it in `dead`.
             self.config.handle_exception(exc, {"context": "Could not book a job's failure; "
@@ -259,5 +259,5 @@ def _unbookable(raw: bytes, exc: BaseException) -> bytes:
         job["error_class"] = error_class(exc)
         job["error_message"] = f"could not book this job's failure: {error_message(exc)}"
         return dumps(job)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the last resort: the exact bytes
         return raw

@@ -7,6 +7,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
@@ -72,6 +73,8 @@ class RedisConnection:
         options.setdefault("socket_connect_timeout", socket_timeout_s)
         options.setdefault("health_check_interval", 0)
         self.sentinel = sentinel.is_sentinel_url(url)
+        # A BlockingConnectionPool, or a SentinelPool (`watch`, `stale`) for Sentinel.
+        self.pool: Any
         if self.sentinel:
             self.pool = sentinel.sentinel_pool(url, options, max_connections=pool_size,
                                                timeout_s=socket_timeout_s,
@@ -81,7 +84,7 @@ class RedisConnection:
                 url, max_connections=pool_size, timeout=socket_timeout_s,
                 socket_timeout=socket_timeout_s, retry=Retry(NoBackoff(), 0), **options)
         self.client = redis.Redis(connection_pool=self.pool)
-        self._scripts: dict[str, redis.commands.core.Script] = {}
+        self._scripts: dict[str, Script] = {}
         self._links: list[DedicatedConnection] = []
         self._links_pid = os.getpid()
         self._links_lock = threading.Lock()
@@ -306,10 +309,13 @@ def _pack_python(command: tuple) -> bytes:
     return b"".join(out)
 
 
+_pack_command: Callable[[tuple], bytes]
 try:
-    from hiredis import pack_command as _pack_command
+    from hiredis import pack_command as _hiredis_pack_command
 except ImportError:  # hiredis is optional (the `fast` extra)
     _pack_command = _pack_python
+else:
+    _pack_command = cast(Callable[[tuple], bytes], _hiredis_pack_command)
 
 
 def pack_commands(commands: list[tuple]) -> bytes:

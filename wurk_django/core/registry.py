@@ -2,6 +2,7 @@
 
 import importlib
 import threading
+from typing import Any, ClassVar, Protocol
 
 from .errors import DuplicateTaskError, UnknownTaskError
 
@@ -15,15 +16,31 @@ DJANGO_IMPORT_HINT = ("a Django worker (manage.py wurk_worker) imports the tasks
                       "from one")
 
 
+class RegisteredTask(Protocol):
+    """What the registry's users use of a task: the classes it holds are core/task.py's
+    Job subclasses, described here because the task API imports the registry."""
+
+    wire_name: ClassVar[str]
+    resolved_options: ClassVar[dict]
+    task_options: ClassVar[dict]
+    cron_options: ClassVar[dict]
+    call_options: ClassVar[dict]
+    jid: str | None
+    bid: str | None
+    _interrupt: threading.Event | None  # set by the worker (Job.interrupted)
+
+    def perform(self, *args: Any) -> Any: ...
+
+
 class Registry:
     """Maps wire names to task classes; imports a dotted module on demand."""
 
     def __init__(self):
-        self._tasks: dict[str, type] = {}
+        self._tasks: dict[str, type[RegisteredTask]] = {}
         self._lock = threading.Lock()
         self.import_hint = IMPORT_HINT
 
-    def register(self, name: str, task: type) -> None:
+    def register(self, name: str, task: type[RegisteredTask]) -> None:
         with self._lock:
             existing = self._tasks.get(name)
             if existing is not None and existing is not task and not _same_origin(existing, task):
@@ -36,7 +53,7 @@ class Registry:
         with self._lock:
             self._tasks.pop(name, None)
 
-    def find(self, name: str) -> type | None:
+    def find(self, name: str) -> type[RegisteredTask] | None:
         """Look a name up, importing its module once if the name is a dotted path."""
         task = self._tasks.get(name)
         if task is None and "." in name:
@@ -44,7 +61,7 @@ class Registry:
             task = self._tasks.get(name)
         return task
 
-    def get(self, name: str) -> type:
+    def get(self, name: str) -> type[RegisteredTask]:
         task = self.find(name)
         if task is None:
             raise UnknownTaskError(
@@ -80,7 +97,7 @@ def _import_owner(name: str) -> None:
             raise
 
 
-def task_class(obj) -> type | None:
+def task_class(obj) -> type[RegisteredTask] | None:
     """The task class behind a task object (a task class, or a `@wurk_task` function), else None.
 
     The task API marks its objects with `wurk_task_class` (itself for a task class, None for
@@ -88,11 +105,11 @@ def task_class(obj) -> type | None:
     entries tell a task from a wire name without importing the task API, which pushes
     through the client. A task class carries `wire_name` and `resolved_options`.
     """
-    found = getattr(obj, "wurk_task_class", None)
+    found: type[RegisteredTask] | None = getattr(obj, "wurk_task_class", None)
     if not isinstance(found, type):
         return None
     if isinstance(obj, type):
-        return obj if found is obj else None
+        return found if found is obj else None
     return None if isinstance(obj, found) else found  # an instance of a task is not one
 
 

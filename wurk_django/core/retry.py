@@ -35,7 +35,7 @@ def jitter(count: int) -> int:
     return random.randrange(10 * (count + 1))
 
 
-def caused_by_shutdown(exc: BaseException) -> bool:
+def caused_by_shutdown(exc: BaseException | None) -> bool:
     """True if `exc` or anything in its cause/context chain is a Shutdown."""
     seen = set()
     while exc is not None and id(exc) not in seen:
@@ -47,7 +47,8 @@ def caused_by_shutdown(exc: BaseException) -> bool:
 
 
 def send_to_dead(connection, config, member: bytes) -> None:
-    """Add a member to `dead` and trim by age and size, in one MULTI, as Sidekiq's DeadSet#kill does."""
+    """Add a member to `dead` and trim by age and size, in one MULTI, as Sidekiq's
+    DeadSet#kill does."""
     now = time.time()
 
     def send():
@@ -68,7 +69,7 @@ def run_death_handlers(config, job: dict, exc: BaseException) -> None:
     for handler in config.death_handlers:
         try:
             handler(job, exc)
-        except Exception as handler_exc:
+        except Exception as handler_exc:  # noqa: BLE001 - one handler must not stop the rest
             config.handle_exception(handler_exc, {"context": "Error calling death handler",
                                                   "job": job})
 
@@ -80,7 +81,7 @@ def _find_task(name):
         return None
     try:
         return REGISTRY.find(name)
-    except Exception:
+    except Exception:  # noqa: BLE001 - must not mask the failure being booked
         return None
 
 
@@ -184,7 +185,7 @@ class JobRetry:
         if hook is not None:
             try:
                 value = hook(count, exc, job)
-            except Exception as hook_exc:
+            except Exception as hook_exc:  # noqa: BLE001 - a user's hook: the default delay
                 self.config.handle_exception(hook_exc, {"context": "Failure scheduling retry "
                                                                    "using the retry_in hook",
                                                         "job": job})
@@ -201,7 +202,7 @@ class JobRetry:
         if hook is not None:
             try:
                 outcome = hook(job, exc)
-            except Exception as hook_exc:
+            except Exception as hook_exc:  # noqa: BLE001 - a user's hook: the job still dies
                 self.config.handle_exception(hook_exc, {"context": "Error calling "
                                                                    "retries_exhausted",
                                                         "job": job})

@@ -11,6 +11,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from typing import Any
 
 logger = logging.getLogger("wurk")
 
@@ -41,9 +42,9 @@ class RollingRestart:
         self.kill = kill or _signal
         self.heartbeat_wait_s = heartbeat_wait_s
         self.queue: list = []
-        self.slot = None
+        self.slot: Any = None  # the supervisor's slot being replaced
         self.phase: str | None = None
-        self.old_pid: int | None = None
+        self.old_pid: Any = None  # its old child's pid, once a replacement began
         self.new_pid: int | None = None
         self.old_ready = False
         self.since = 0.0

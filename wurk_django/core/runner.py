@@ -27,7 +27,7 @@ class SignalPipe:
         self.read_fd, self.write_fd = os.pipe()
         os.set_blocking(self.write_fd, False)
         launcher.signal_listeners.append(self.wake)
-        self.installed = []
+        self.installed: list[int] = []
 
     def install(self) -> None:
         for name in OS_SIGNALS:
@@ -66,9 +66,11 @@ class SignalPipe:
 
 
 def banner(config, launcher: Launcher) -> str:
-    capsules = "; ".join(
-        f"{c.name}: {c.concurrency} threads on {', '.join(f'{n},{w}' if w else n for n, w in c.queues)}"
-        f" ({c.mode})" for c in config.capsules_)
+    def queues(capsule) -> str:
+        return ", ".join(f"{n},{w}" if w else n for n, w in capsule.queues)
+
+    capsules = "; ".join(f"{c.name}: {c.concurrency} threads on {queues(c)} ({c.mode})"
+                         for c in config.capsules_)
     return (f"Wurk {VERSION} starting: {launcher.identity}, pid {os.getpid()}; {capsules}; "
             f"fetch {config.fetch}; Redis {launcher.connection.masked_url}")
 

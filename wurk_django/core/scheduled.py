@@ -93,7 +93,7 @@ class Enqueuer:
             return dumps(job), job["queue"]
         except REDIS_ERRORS:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a bad member goes to dead, not the loop
             self.config.handle_exception(exc, {"context": f"Cannot enqueue a member of "
                                                           f"{source}; moved to the dead set",
                                                "jobstr": raw})
@@ -119,7 +119,7 @@ class Enqueuer:
             self.client.push(decode_job(raw), origin=PROMOTION)
         except REDIS_ERRORS:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a bad member goes to dead, not the loop
             self.config.handle_exception(exc, {"context": f"Cannot enqueue a member of "
                                                           f"{source}; moved to the dead set",
                                                "jobstr": raw})
@@ -162,7 +162,7 @@ class Poller:
             fn(*args)
         except REDIS_ERRORS:
             raise  # the whole tick fails the same way: one outage report, not two
-        except Exception as exc:  # a bad member: report, go on with the tick
+        except Exception as exc:  # noqa: BLE001 - a bad member: report, go on with the tick
             self._report(exc)
 
     def initial_wait_s(self) -> float:

@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import redis
@@ -106,7 +107,14 @@ def _address(text: str) -> tuple[str, int]:
     return host, int(port) if port else DEFAULT_SENTINEL_PORT
 
 
-class _ReadOnlyKept:
+# The type checker reads the mixin as the connection class it is mixed into.
+if TYPE_CHECKING:
+    _Mixin = SentinelManagedConnection
+else:
+    _Mixin = object
+
+
+class _ReadOnlyKept(_Mixin):
     """redis-py turns a master's READONLY reply into a ConnectionError ("the previous
     master is now a slave"). Wurk keeps it a refusal: the write was not applied, so
     `RedisConnection.write()` may send it again once, where after a lost link it may not.
@@ -150,7 +158,7 @@ class Sentinels(Sentinel):
             kwargs = sentinel.connection_pool.connection_kwargs
             where = f"{kwargs.get('host')}:{kwargs.get('port')}"
             try:
-                masters = sentinel.sentinel_masters()
+                masters = cast(dict[str, Any], sentinel.sentinel_masters())
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
                 problems.append(f"{where}: {exc}")
                 continue

@@ -211,7 +211,7 @@ class Supervisor:
             return None
         if pid == 0:
             self._become_child(parent, ready_write, slot.index, entry)
-        if self.health is not None:
+        if self.health is not None and entry is not None:
             self.health.child_started(pid, entry)
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         os.close(ready_write)
@@ -234,7 +234,7 @@ class Supervisor:
                 signal.signal(number, signal.SIG_DFL)
             signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # rolling restarts are the parent's
             _die_with_parent(parent)
-            if self.health is not None:
+            if self.health is not None and health_entry is not None:
                 self.health.in_child(health_entry)
             os.set_blocking(ready_fd, False)
             # A copy: the parent's config takes no hooks. The slot offsets the metrics port.

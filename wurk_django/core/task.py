@@ -3,15 +3,15 @@
 import functools
 import logging
 import threading
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, overload
 
 from . import options as job_options
 from . import testing_modes
 from .batch import Batch, batch_valid
 from .client import default_client
 from .joblog import JobAdapter
-from .payload import scheduled_at
+from .payload import Interval, scheduled_at
 from .registry import REGISTRY
 
 DISCARD = "discard"
@@ -32,16 +32,21 @@ class Job:
     unique_context: ClassVar[Callable | None] = None  # (job) -> what makes jobs duplicates
     # The mark registry.task_class reads: the class itself once concrete, None for a base
     # (Job, and a subclass that sets `_abstract = True` in its own body).
-    wurk_task_class: ClassVar[type | None] = None
+    wurk_task_class: ClassVar[type["Job"] | None] = None
+    # Set by __init_subclass__ on each concrete task class (not on Job itself).
+    wire_name: ClassVar[str]
+    resolved_options: ClassVar[dict]
+    task_options: ClassVar[dict]
+    cron_options: ClassVar[dict]
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("_abstract"):
             cls.wurk_task_class = None  # an abstract base below a concrete task is no task
             return
         cls.wurk_task_class = cls
         owner = f"{cls.__module__}.{cls.__qualname__}"
-        merged = {}
+        merged: dict = {}
         for base in reversed(cls.__mro__):
             merged.update(base.__dict__.get("wurk_options") or {})
         merged = job_options.normalize(merged, owner, job_options.TASK)
@@ -61,7 +66,7 @@ class Job:
         cls.cron_options = job_options.cron_options(own)
         REGISTRY.register(cls.wire_name, cls)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.jid: str | None = None
         self.bid: str | None = None  # set by the worker for a job of a batch
         self.logger = JobAdapter(_JOB_LOGGER, {})
@@ -86,31 +91,32 @@ class Job:
         """True once the worker is quieting or stopping; long jobs may return early."""
         return self._interrupt is not None and self._interrupt.is_set()
 
-    def perform(self, *args):
+    def perform(self, *args: Any) -> Any:
         raise NotImplementedError(f"{type(self).__qualname__} must define perform()")
 
     # --- pushing (class level) ----------------------------------------------------
 
     @classmethod
-    def set(cls, **options) -> "Setter":
+    def set(cls, **options: Any) -> "Setter":
         return Setter(cls, cls.call_options).set(**options)
 
     @classmethod
-    def perform_async(cls, *args) -> str | None:
+    def perform_async(cls, *args: Any) -> str | None:
         return Setter(cls, cls.call_options).perform_async(*args)
 
     @classmethod
-    def perform_in(cls, interval, *args) -> str | None:
+    def perform_in(cls, interval: Interval, *args: Any) -> str | None:
         return Setter(cls, cls.call_options).perform_in(interval, *args)
 
     perform_at = perform_in
 
     @classmethod
-    def perform_bulk(cls, args_list, batch_size: int = 1000) -> list:
+    def perform_bulk(cls, args_list: Sequence[Sequence[Any]],
+                     batch_size: int = 1000) -> list[str | None]:
         return Setter(cls, cls.call_options).perform_bulk(args_list, batch_size=batch_size)
 
     @classmethod
-    def perform_inline(cls, *args) -> Any:
+    def perform_inline(cls, *args: Any) -> Any:
         return Setter(cls, cls.call_options).perform_inline(*args)
 
     # --- fake-mode helpers (see testing_modes.py) ----------------------------------
@@ -151,7 +157,7 @@ class FunctionJob(Job):
     _abstract = True
     function: ClassVar[Callable]
 
-    def perform(self, *args):
+    def perform(self, *args: Any) -> Any:
         return type(self).function(*args)
 
 
@@ -164,7 +170,7 @@ class Setter:
         self.task = task
         self.options = options
 
-    def set(self, **options) -> "Setter":
+    def set(self, **options: Any) -> "Setter":
         """Options for the next push, checked here once (not again per push)."""
         options = job_options.normalize_call(options, f"{self.task.wire_name}.set()")
         return Setter(self.task, {**self.options, **options})
@@ -176,12 +182,12 @@ class Setter:
             del item["at"]
         return item
 
-    def perform_async(self, *args) -> str | None:
+    def perform_async(self, *args: Any) -> str | None:
         if self.options.get("sync"):
             return self.perform_inline(*args)
         return default_client().push(self._item(args))
 
-    def perform_in(self, interval, *args) -> str | None:
+    def perform_in(self, interval: Interval, *args: Any) -> str | None:
         item = self._item(args)
         at = scheduled_at(interval)
         if at is None:
@@ -192,13 +198,14 @@ class Setter:
 
     perform_at = perform_in
 
-    def perform_bulk(self, args_list, batch_size: int = 1000) -> list:
+    def perform_bulk(self, args_list: Sequence[Sequence[Any]],
+                     batch_size: int = 1000) -> list[str | None]:
         item = self._item(())
         item["args"] = args_list
         item["batch_size"] = batch_size
         return default_client().push_bulk(item)
 
-    def perform_inline(self, *args) -> Any:
+    def perform_inline(self, *args: Any) -> Any:
         return testing_modes.run_inline(self._item(args))
 
 
@@ -210,7 +217,7 @@ class TaskFunction:
         self.function = function
         self.job_class = job_class
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.function(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -224,21 +231,22 @@ class TaskFunction:
     def wurk_task_class(self) -> type[FunctionJob]:
         return self.job_class  # the mark registry.task_class reads
 
-    def set(self, **options) -> Setter:
+    def set(self, **options: Any) -> Setter:
         return self.job_class.set(**options)
 
-    def perform_async(self, *args) -> str | None:
+    def perform_async(self, *args: Any) -> str | None:
         return self.job_class.perform_async(*args)
 
-    def perform_in(self, interval, *args) -> str | None:
+    def perform_in(self, interval: Interval, *args: Any) -> str | None:
         return self.job_class.perform_in(interval, *args)
 
     perform_at = perform_in
 
-    def perform_bulk(self, args_list, batch_size: int = 1000) -> list:
+    def perform_bulk(self, args_list: Sequence[Sequence[Any]],
+                     batch_size: int = 1000) -> list[str | None]:
         return self.job_class.perform_bulk(args_list, batch_size=batch_size)
 
-    def perform_inline(self, *args) -> Any:
+    def perform_inline(self, *args: Any) -> Any:
         return self.job_class.perform_inline(*args)
 
     def jobs(self) -> list[dict]:
@@ -257,7 +265,12 @@ class TaskFunction:
         self.job_class.process_job(job)
 
 
-def wurk_task(function: Callable | None = None, /, **options: Any):
+@overload
+def wurk_task(function: Callable, /) -> TaskFunction: ...
+@overload
+def wurk_task(function: None = None, /, **options: Any) -> Callable[[Callable], TaskFunction]: ...
+def wurk_task(function: Callable | None = None, /,
+              **options: Any) -> TaskFunction | Callable[[Callable], TaskFunction]:
     """Register a function as a task: `@wurk_task` or `@wurk_task(queue=..., retry=...)`."""
 
     def decorate(fn: Callable) -> TaskFunction:

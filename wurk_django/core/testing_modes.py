@@ -3,11 +3,13 @@ applications (`fake` records pushes, `inline` runs each at push time)."""
 
 import contextlib
 import threading
-from typing import Any
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any, cast
 
 from .aio import resolve
 from .client import CLAIM, Client
-from .config import get_default_config
+from .config import Config, get_default_config
 from .errors import ConfigurationError, EmptyQueueError, TestModeAlreadySetError
 from .features import HOOKS, JobRun, job_hooks_for, run_with_job_hooks
 from .middleware import Chain
@@ -42,13 +44,13 @@ def set_mode(mode: str) -> None:
     HOOKS.add_interceptor(intercept)
 
 
-def mode(name: str):
+def mode(name: str) -> AbstractContextManager[None]:
     """Use a mode in this thread for the block; blocks do not nest."""
     return _mode_block(_check(name))  # checked now, not when the block is entered
 
 
 @contextlib.contextmanager
-def _mode_block(name: str):
+def _mode_block(name: str) -> Iterator[None]:
     if getattr(_local, "mode", None) is not None:
         raise TestModeAlreadySetError(f"already in testing mode {_local.mode!r}")
     HOOKS.add_interceptor(intercept)
@@ -62,7 +64,7 @@ def _mode_block(name: str):
 class FakeQueues:
     """Jobs pushed in fake mode, per queue, in push order."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._jobs: dict[str, list[dict]] = {}
 
@@ -121,7 +123,7 @@ def intercept(jobs: list[dict], config) -> bool:
     return True
 
 
-def process_job(job: dict, config=None) -> None:
+def process_job(job: dict, config: Config | None = None) -> None:
     """Run one job dict through the testing server chain; exceptions reach the caller."""
     perform_in_chain(job, config or get_default_config(), server_middleware)
 
@@ -179,14 +181,15 @@ def perform_in_chain(job: dict, config, chain) -> tuple[bool, Any]:
     # release of a unique lock), so a job behaves alike inline and fetched.
     hooks = job_hooks_for(job) if HOOKS.job else ()
     if hooks:
-        run = JobRun(job, dumps(job), job.get("queue"), instance, config, connection_for(config))
+        queue = cast(str, job.get("queue"))  # set by the client's normalising
+        run = JobRun(job, dumps(job), queue, instance, config, connection_for(config))
         ran = bool(run_with_job_hooks(hooks, run, run_chain))
     else:
         ran = bool(run_chain())
     return ran, returned[0] if ran and returned else None
 
 
-def run_inline(item: dict, config=None) -> Any:
+def run_inline(item: dict, config: Config | None = None) -> Any:
     """Normalise, run client middleware, JSON round trip, then execute here and now.
 
     Returns what the task returned, as calling it would; None if a client or server
@@ -219,5 +222,6 @@ class testing:  # lower case: used as `wurk_django.testing("fake")`, like a func
     queues = queues
     server_middleware = server_middleware
 
-    def __new__(cls, name: str):
+    # The call returns the mode's block, not an instance (hence the ignore).
+    def __new__(cls, name: str) -> AbstractContextManager[None]:  # type: ignore[misc]
         return mode(name)

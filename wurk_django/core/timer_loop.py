@@ -23,7 +23,8 @@ class TimerLoop:
     JOIN_TIMEOUT_S = 5.0
 
     def __init__(self, name: str, interval_s: float | Callable[[], float],
-                 tick: Callable[[], None], on_error: Callable[[BaseException], None] | None = None,
+                 tick: Callable[[], object],
+                 on_error: Callable[[BaseException], None] | None = None,
                  first_wait_s: float | Callable[[], float] | None = None,
                  outage: OutageLog | None = None):
         self.name = name
@@ -73,7 +74,7 @@ class TimerLoop:
                 self._report(exc)
             else:
                 self._outage.failed(exc, since=started)
-        except Exception as exc:  # a raising tick must not end the loop
+        except Exception as exc:  # noqa: BLE001 - a raising tick must not end the loop
             self._report(exc)
         else:
             if self._outage is not None:

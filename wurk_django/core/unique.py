@@ -106,7 +106,7 @@ def _task(name):
         return None
     try:
         return REGISTRY.find(name)
-    except Exception:  # an unknown or unimportable class uses the default context
+    except Exception:  # noqa: BLE001 - an unimportable class uses the default context
         return None
 
 
@@ -175,7 +175,7 @@ def release(connection, config, job: dict) -> None:
     except REDIS_ERRORS as exc:
         config.handle_exception(exc, {"context": f"could not release the unique lock of "
                                                  f"{job.get('class')} jid={job.get('jid')}"})
-    except Exception as exc:  # a unique_context that fails on this job
+    except Exception as exc:  # noqa: BLE001 - a unique_context that fails on this job
         config.handle_exception(exc, {"context": "unique_context failed", "job": job})
 
 

@@ -9,6 +9,7 @@ import functools
 import inspect
 import math
 from collections.abc import Mapping
+from typing import Any
 
 from .errors import ConfigurationError, JobArgumentError
 
@@ -136,11 +137,12 @@ def redis_options(url: str, options) -> dict:
 @functools.cache
 def _redis_option_names(scheme: str) -> list[str]:
     from redis import connection
-    classes = [connection.AbstractConnection]
-    classes += {"unix": [connection.UnixDomainSocketConnection],
-                "rediss": [connection.Connection, connection.SSLConnection],
-                "rediss+sentinel": [connection.Connection, connection.SSLConnection]}.get(
-        scheme, [connection.Connection])
+    classes: list[type[Any]] = [connection.AbstractConnection]
+    by_scheme: dict[str, list[type[Any]]] = {
+        "unix": [connection.UnixDomainSocketConnection],
+        "rediss": [connection.Connection, connection.SSLConnection],
+        "rediss+sentinel": [connection.Connection, connection.SSLConnection]}
+    classes += by_scheme.get(scheme, [connection.Connection])
     found = {"connection_class"}
     if scheme.endswith("+sentinel"):
         found.add("sentinel_kwargs")  # the Sentinels' own connection options, whole

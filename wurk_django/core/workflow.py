@@ -14,7 +14,8 @@ import hashlib
 import json
 from typing import Any, cast
 
-from .batch import Batch
+from .batch import Batch, Callback
+from .batch_status import BatchStatus
 from .client import Client
 from .errors import BatchError
 from .options import payload_options
@@ -28,7 +29,7 @@ def derived_bid(parent_bid: str, label: str) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
-def _job_item(item) -> dict:
+def _job_item(item: Any) -> dict:
     """One job of a step: a task (no arguments), or `(task, *args)`; the task may be a
     `@wurk_task` function, a Job class, `task.set(...)`, or a registered wire name."""
     target, args = (item[0], list(item[1:])) if isinstance(item, tuple) else (item, [])
@@ -64,20 +65,20 @@ class Workflow:
     holds its step (and the workflow) until its retries succeed.
     """
 
-    def __init__(self, description: str | None = None, *, on_complete=None,
-                 on_success=None, on_death=None, callback_queue: str | None = None,
-                 tags=None):
+    def __init__(self, description: str | None = None, *, on_complete: Callback | None = None,
+                 on_success: Callback | None = None, on_death: Callback | None = None,
+                 callback_queue: str | None = None, tags: list[str] | None = None) -> None:
         # Built now, so a bad option or callback is reported here, not when it runs.
-        self._batch_options = {"description": description, "on_complete": on_complete,
-                               "on_success": on_success, "on_death": on_death,
-                               "callback_queue": callback_queue, "tags": tags}
+        self._batch_options: dict[str, Any] = {
+            "description": description, "on_complete": on_complete, "on_success": on_success,
+            "on_death": on_death, "callback_queue": callback_queue, "tags": tags}
         probe = Batch(**self._batch_options)
         self._spec: dict[str, Any] = {"description": description or "", "tags": probe.tags,
                       "callback_queue": probe.callback_queue,
                       "callbacks": [json.loads(entry) for entry in probe._callbacks],
                       "steps": []}
 
-    def step(self, *items) -> "Workflow":
+    def step(self, *items: Any) -> "Workflow":
         """Add a step: jobs and workflows that run in parallel once the previous step
         has succeeded."""
         if not items:
@@ -138,7 +139,7 @@ class StepDone:
     """The success callback of a step: start the next one inside the workflow's batch
     (this callback is a job of that batch, so the workflow waits for it)."""
 
-    def on_success(self, status, options):
+    def on_success(self, status: BatchStatus, options: dict) -> None:
         workflow_bid = status.parent_bid
         with Batch(workflow_bid):
             start_step(options["flow"], options["step"] + 1, workflow_bid)

@@ -10,7 +10,7 @@ import threading
 
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
-from django.http import FileResponse, HttpResponse, HttpResponseNotFound
+from django.http import FileResponse, HttpResponse, HttpResponseBase, HttpResponseNotFound
 from django.views.decorators.csrf import csrf_exempt
 from whitenoise.base import WhiteNoise
 
@@ -80,10 +80,11 @@ async def _read_async(file):
         file.close()
 
 
-def django_response(served, asgi: bool) -> HttpResponse:
+def django_response(served, asgi: bool) -> HttpResponseBase:
     """Turn a WhiteNoise Response into Django's, as WhiteNoise's middleware does; under
     ASGI the body is read by an async iterator so Django need not buffer it."""
     status = int(served.status)
+    response: HttpResponseBase
     if served.file is None:
         response = HttpResponse(status=status)
     elif asgi:
@@ -109,7 +110,8 @@ def serve_asset(request, path: str = ""):
     return django_response(served, isinstance(request, ASGIRequest))
 
 
-serve_asset.login_required = False  # the bundle holds no data (as in Sidekiq)
+# The bundle holds no data (as in Sidekiq). A function attribute the type checker cannot see.
+serve_asset.login_required = False  # type: ignore[attr-defined]
 
 
 # --- the manifest: which files the shell loads ------------------------------------
@@ -143,7 +145,9 @@ def entry_files(manifest: dict) -> dict | None:
                   if isinstance(chunk, dict) and chunk.get("isEntry")), None)
     if entry is None or not manifest[entry].get("file"):
         return None
-    css, preloads, seen = [], [], set()
+    css: list[str] = []
+    preloads: list[str] = []
+    seen: set[str] = set()
 
     def walk(name, is_entry):
         if name in seen or not isinstance(manifest.get(name), dict):

@@ -51,7 +51,7 @@ def _api_routes() -> list:
         entries = module.urls.items() if isinstance(module.urls, dict) else module.urls
         for route, view, *kwargs in entries:
             name = "api-meta" if route == "meta" else None
-            routes.append(path("api/" + route, view, *kwargs, name=name))
+            routes.append(path("api/" + route, view, kwargs[0] if kwargs else None, name=name))
     # Anything else under api/ is a JSON 404 (after the 401 check), never the shell.
     routes.append(path("api/<path:rest>", endpoint(), name="api-not-found"))
     routes.append(path("api/", endpoint(), name="api-root"))

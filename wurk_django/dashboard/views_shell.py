@@ -81,7 +81,8 @@ def render_shell() -> bytes:
 
 def _set_csp(response: HttpResponse, settings: conf.DashboardSettings) -> None:
     if settings.csp_middleware:
-        response._csp_config = CSP_CONFIG  # Django 6's middleware reads this override
+        # Django 6's middleware reads this override.
+        response._csp_config = CSP_CONFIG  # type: ignore[attr-defined]
     elif "Content-Security-Policy" not in response:
         response["Content-Security-Policy"] = CSP
 
@@ -94,10 +95,10 @@ def shell(request, path: str = ""):
     if not can_view(request.user):
         raise PermissionDenied  # staff without wurk.view_dashboard, when it is required
     body = render_shell()
-    etag = '"%s"' % hashlib.sha256(body).hexdigest()[:32]
+    etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
     matches = parse_etags(request.headers.get("If-None-Match", ""))
     if etag in matches or "*" in matches:
-        response = HttpResponseNotModified()
+        response: HttpResponse = HttpResponseNotModified()
         response["ETag"] = etag
         return response
     response = HttpResponse(body, content_type="text/html; charset=utf-8")
@@ -118,7 +119,8 @@ def _redirect_to_shell(request):
     return HttpResponseRedirect(reverse("wurk:shell"))
 
 
-_redirect_to_shell.login_required = False  # admin_view sends anonymous users to its login
+# admin_view sends anonymous users to its login.
+_redirect_to_shell.login_required = False  # type: ignore[attr-defined]
 
 
 admin_redirect_view = admin.site.admin_view(_redirect_to_shell)

@@ -2,10 +2,12 @@
 exists, else the `django-tasks` backport (`django_tasks`) used on Django 5.2."""
 
 from importlib.util import find_spec
+from typing import TYPE_CHECKING
 
 # Chosen by presence, not by catching ImportError, so a real import error inside
-# django.tasks is shown instead of silently falling back to the backport.
-if find_spec("django.tasks") is not None:
+# django.tasks is shown instead of silently falling back to the backport. The type
+# checker reads the django.tasks branch (django-stubs types it; the backport mirrors it).
+if TYPE_CHECKING or find_spec("django.tasks") is not None:
     from django.tasks import TaskContext, TaskResult, TaskResultStatus, task_backends
     from django.tasks.backends.base import BaseTaskBackend
     from django.tasks.base import Task, TaskError

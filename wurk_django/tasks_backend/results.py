@@ -118,7 +118,7 @@ def load_task(record: dict, run_after: datetime | None = None) -> Task:
 
 def to_task_result(jid: str, record: dict, task: Task | None = None) -> TaskResult:
     run_after = to_datetime(record.get("run_after"))
-    result = TaskResult(
+    result: TaskResult = TaskResult(
         task=task or load_task(record, run_after), id=jid,
         status=TaskResultStatus(record["status"]),
         enqueued_at=to_datetime(record["enqueued_at"]),

@@ -1,5 +1,7 @@
 """The Wurk job that runs django.tasks tasks on a worker and records each attempt."""
 
+from typing import cast
+
 from ..core.errors import ConfigurationError, Shutdown
 from ..core.identity import process_identity
 from ..core.payload import dumps
@@ -118,7 +120,7 @@ class TaskWrapper(Job):
     wurk_options = {"name": WIRE_NAME}
 
     def perform(self, envelope: dict):
-        run = TaskRun(self.jid, envelope)
+        run = TaskRun(cast(str, self.jid), envelope)  # the worker set it
         result = run.start()
         try:
             run.succeed(run.call(result))

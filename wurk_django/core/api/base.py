@@ -4,6 +4,7 @@ and keys of the wrong type reported by name."""
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import overload
 
 from ..config import Config, get_default_config
 from ..errors import WrongTypeError
@@ -19,14 +20,18 @@ EXPECTED_TYPES = {
     **dict.fromkeys(("hget", "hmget", "hgetall", "hlen"), "hash"),
     **dict.fromkeys(("get", "mget"), "string"),
 }
-TYPE_NAMES = {"zset": "sorted set"}
+TYPE_NAMES: dict[str | None, str] = {"zset": "sorted set"}
 
 
 def is_wrong_type(exc: BaseException) -> bool:
     return isinstance(exc, WrongTypeError)
 
 
-def text(value) -> str | None:
+@overload
+def text(value: None) -> None: ...
+@overload
+def text(value: str | bytes | bytearray | memoryview) -> str: ...
+def text(value):
     """A Redis reply as str; the pool may or may not decode responses."""
     if value is None or isinstance(value, str):
         return value
@@ -129,7 +134,7 @@ class ApiObject:
             build(pipe)
             commands = [args for args, _options in pipe.command_stack]
             replies = pipe.execute(raise_on_error=False)
-            for args, reply in zip(commands, replies):
+            for _args, reply in zip(commands, replies):
                 if isinstance(reply, Exception) and not is_wrong_type(reply):
                     raise reply
             return commands, replies

@@ -22,7 +22,8 @@ def parse_job(raw: bytes) -> dict | None:
 
 
 def seconds_since(timestamp) -> float:
-    """Seconds from a job timestamp in either form (int ms or float seconds) to now; 0.0 if absent."""
+    """Seconds from a job timestamp in either form (int ms or float seconds) to now; 0.0
+    if absent."""
     seconds = to_epoch_seconds(timestamp)
     return 0.0 if seconds is None else time.time() - seconds
 

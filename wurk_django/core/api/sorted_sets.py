@@ -80,7 +80,8 @@ class SortedEntry(JobRecord):
         return self._push(decrement_retry_count=True)
 
     def kill(self, *, notify_failure: bool = False, exc: BaseException | None = None) -> bool:
-        """Move the entry to `dead` (trimmed as every move to `dead` is); False if it was already gone."""
+        """Move the entry to `dead` (trimmed as every move to `dead` is); False if it was
+        already gone."""
         if not self.parent.delete_by_value(self.raw):
             return False
         self.parent._guard_moved(self, lambda: DeadSet(self.parent.config).kill(

@@ -4,6 +4,7 @@ import itertools
 import random
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 from .. import keys
 from ..outage import OutageLog
@@ -66,19 +67,21 @@ class Fetcher(ABC):
         """Block up to about 2 s for a job; None when every queue stayed empty."""
 
     @abstractmethod
-    def bulk_requeue(self, units: list[UnitOfWork]) -> None:
+    def bulk_requeue(self, units: Sequence[UnitOfWork]) -> None:
         """Put unfinished jobs back at the fetching end of their queues (shutdown)."""
 
-    def flush_acks(self) -> None:
+    # Optional hooks: no-ops here, overridden by the fetchers that need them.
+
+    def flush_acks(self) -> None:  # noqa: B027 - an optional hook, empty on purpose
         """Send every acknowledgement still held back (quiet, stop, shutdown)."""
 
-    def return_prefetched(self) -> None:
+    def return_prefetched(self) -> None:  # noqa: B027 - an optional hook, empty on purpose
         """Give back jobs fetched ahead for threads that never started them (stop)."""
 
-    def quiet(self) -> None:
+    def quiet(self) -> None:  # noqa: B027 - an optional hook, empty on purpose
         """Stop handing out work; called once when the process quiets."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook, empty on purpose
         """Release connections of the fetcher's own."""
 
     def queue_order(self) -> list[str]:

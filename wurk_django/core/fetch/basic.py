@@ -2,6 +2,7 @@
 
 import threading
 from collections import defaultdict
+from collections.abc import Sequence
 
 from .. import keys
 from .base import BLOCK_TIMEOUT_S, Fetcher, UnitOfWork
@@ -54,7 +55,7 @@ class BasicFetch(Fetcher):
     def quiet(self) -> None:
         self._quieted.set()
 
-    def bulk_requeue(self, units: list[UnitOfWork]) -> None:
+    def bulk_requeue(self, units: Sequence[UnitOfWork]) -> None:
         by_queue: dict[str, list[bytes]] = defaultdict(list)
         for unit in units:
             by_queue[unit.queue].append(unit.job)

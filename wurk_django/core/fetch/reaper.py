@@ -62,7 +62,7 @@ def parse_private_key(key: str, known_prefix: str | None = None) -> Owner | None
 def _readings(parts: list[str], min_public: int) -> list[tuple[int, tuple]]:
     if len(parts) < 3 or not _is_digits(parts[-1]):
         return []
-    readings = []
+    readings: list[tuple[int, tuple]] = []
     if len(parts) >= 4 + min_public and _is_digits(parts[-3]):
         readings.append((4, (parts[-4], int(parts[-3]), parts[-2])))
     if len(parts) >= 3 + min_public and _is_digits(parts[-2]):
@@ -137,7 +137,7 @@ class Reaper:
             self.sweep_scoped()
         except REDIS_ERRORS as exc:
             self._outage.failed(exc)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a failed boot sweep must not stop the boot
             self._report(exc)
 
     def tick(self) -> None:
@@ -185,7 +185,7 @@ class Reaper:
             return self.drain(private_key, public_key)
         except REDIS_ERRORS:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - one list must not cost the others a sweep
             self.config.handle_exception(exc, {"context": f"reaper: draining {private_key}"})
             return 0
 
@@ -243,8 +243,8 @@ class Reaper:
             return poison.check_reclaimed(self.connection, self.config, raw, job, private_key)
         except REDIS_ERRORS:
             raise
-        except Exception as exc:
-            # A bug in the check must not strand the job: give it back unchecked.
+        except Exception as exc:  # noqa: BLE001 - a bug in the check must not strand the job
+            # Give it back unchecked.
             self.config.handle_exception(exc, {"context": "reaper: poison check failed",
                                                "jobstr": raw})
             return False

@@ -17,6 +17,8 @@ socket of their own. A failed send puts them back in the buffer for the next one
 import queue
 import threading
 import time
+from collections.abc import Sequence
+from typing import cast
 
 from .. import identity, keys
 from ..errors import ScriptMissingError
@@ -45,7 +47,7 @@ class ReliableUnit(UnitOfWork):
 
 
 def ack_commands(units) -> list[tuple]:
-    commands = []
+    commands: list[tuple] = []
     for unit in units:
         commands.append(("LREM", unit.private_queue, 1, unit.job))
         if unit.jid:
@@ -246,8 +248,8 @@ class ReliableFetch(Fetcher):
             job = replies[-1]
             return [] if job is None else [ReliableUnit(order[0], job, private, self)]
         pairs = []
-        for queue in order:
-            pairs += [keys.queue(queue), self.private_queue(queue)]
+        for name in order:
+            pairs += [keys.queue(name), self.private_queue(name)]
         replies = self._link.execute([*acks, self._evalsha(pairs, want)])
         _raise_errors(replies[:-1])
         reply = replies[-1]
@@ -258,8 +260,8 @@ class ReliableFetch(Fetcher):
             raise reply
         units = []
         for index in range(0, len(reply), 2):
-            queue = order[int(reply[index]) - 1]
-            units.append(ReliableUnit(queue, reply[index + 1], self.private_queue(queue), self))
+            name = order[int(reply[index]) - 1]
+            units.append(ReliableUnit(name, reply[index + 1], self.private_queue(name), self))
         return units
 
     def _evalsha(self, pairs: list[str], want: int) -> tuple:
@@ -284,7 +286,7 @@ class ReliableFetch(Fetcher):
 
     # --- shutdown -----------------------------------------------------------------------
 
-    def bulk_requeue(self, units: list[UnitOfWork]) -> None:
+    def bulk_requeue(self, units: Sequence[UnitOfWork]) -> None:
         """Flush acks first (never re-run a finished job), then move each unfinished job
         back to its public queue only if it is still in the private list."""
         self.flush_acks()
@@ -292,7 +294,7 @@ class ReliableFetch(Fetcher):
             return
         script = self.connection.script("reliable_requeue")
         pipe = self.connection.pipeline()
-        for unit in units:
+        for unit in cast(Sequence[ReliableUnit], units):  # this fetcher's own units
             script(keys=[unit.private_queue, keys.queue(unit.queue)], args=[unit.job],
                    client=pipe)
         pipe.execute()

@@ -1,7 +1,8 @@
 """`profiles`: routes kept for when their engine lands.
 
 Nothing in this version writes profiles, so every one of these endpoints answers 501
-`not_available` (and `api/meta` lists the feature as off) rather than an empty list that would suggest there is simply nothing yet.
+`not_available` (and `api/meta` lists the feature as off) rather than an empty list that
+would suggest there is simply nothing yet.
 Turning a feature on in `overview.FEATURES` and routing real views here is all a later
 version needs.
 """

@@ -9,12 +9,13 @@ at once never push a job twice.
 
 import math
 import time
+from typing import Any
 
 from ...core.api import DeadSet, RetrySet, ScheduledSet
 from ..auth import ApiError, endpoint
 from .common import MAX_COUNT, Paging, body_keys, job_detail, job_row, result
 
-SET_ACTIONS = {
+SET_ACTIONS: dict[str, dict[str, Any]] = {
     "retries": {"class": RetrySet, "sort": "asc", "row": {"retry", "kill", "delete"},
                 "all": {"retry", "kill", "delete"}},
     "scheduled": {"class": ScheduledSet, "sort": "asc", "row": {"add_to_queue", "delete"},
@@ -109,7 +110,7 @@ def bulk(request, set_name: str):
     spec = SET_ACTIONS[set_name]
     action = request.json.get("action")
     action = ALIASES.get(action, action) if isinstance(action, str) else None
-    if action not in spec["row"]:
+    if action is None or action not in spec["row"]:
         raise ApiError("invalid_request", f"action must be one of {sorted(spec['row'])}.")
     keys = body_keys(request, MAX_COUNT)
     job_set = spec["class"]()

@@ -1,6 +1,7 @@
 """`manage.py wurk_worker`: run a worker process with the project's WURK setting."""
 
 import logging
+from typing import cast
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
@@ -72,7 +73,8 @@ class Command(BaseCommand):
         config = serve_task_queues(config, explicit=bool(options["queue"]))
         set_default_config(config)
         try:
-            status = runner.serve(config, processes=process.processes,
+            # ProcessOptions has made `processes` a count.
+            status = runner.serve(config, processes=cast(int, process.processes),
                                   max_memory_mb=process.max_memory_mb,
                                   sizing_note=process.sizing_note,
                                   before_fork=[connections.close_all])
