@@ -26,7 +26,7 @@ PYTEST_ARGS ?=
 # installs what the tests need, so a skip could only hide a test that did not run.
 PYTEST := -m pytest -p tests.support.require_all
 
-.PHONY: help test test-leg1 test-leg2 demo clean assets check-assets system-deps bench bench-peers
+.PHONY: help test test-leg1 test-leg2 demo clean assets check-assets system-deps lint bench bench-peers
 
 help:
 	@echo "make demo   run the example project (worker + web + demo jobs)"
@@ -71,6 +71,19 @@ $(DEMO_VENV)/.installed: setup.cfg pyproject.toml
 
 demo: $(DEMO_VENV)/.installed
 	$(DEMO_VENV)/bin/python example_project/demo.py
+
+# Lint: ruff (the rules in pyproject.toml) and mypy (the package), at the versions pinned
+# in setup.cfg's `lint` extra, installed once into leg 1's virtualenv (again when setup.cfg
+# changes). Both run whatever the other found, so one run shows every finding.
+$(LEG1_VENV)/.lint-installed: $(LEG1_VENV)/.installed setup.cfg
+	$(LEG1_VENV)/bin/pip install -q -e ".[lint]"
+	touch $@
+
+lint: $(LEG1_VENV)/.lint-installed
+	@status=0; \
+	$(LEG1_VENV)/bin/ruff check wurk_django tests benchmarks example_project || status=1; \
+	$(LEG1_VENV)/bin/mypy wurk_django || status=1; \
+	exit $$status
 
 # Benchmarks (docs/benchmarks.md). Both virtualenvs use one interpreter, so every system
 # runs on the same Python. BENCH_ARGS passes options, e.g. BENCH_ARGS="--repeat 5" or
