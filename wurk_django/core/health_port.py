@@ -15,8 +15,6 @@ import os
 import struct
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 from .errors import ConfigurationError
 from .timer_loop import TimerLoop
@@ -87,9 +85,10 @@ class HealthServer:
     """A small stdlib HTTP server on a daemon thread; `health` answers live() and ready()."""
 
     def __init__(self, address: str, port: int, health):
-        handler = type("HealthHandler", (_Handler,), {"health": health})
+        from http.server import ThreadingHTTPServer
+
         try:
-            self.server = ThreadingHTTPServer((address, port), handler)
+            self.server = ThreadingHTTPServer((address, port), _handler_class(health))
         except OSError as exc:
             raise ConfigurationError(f"health_port: cannot listen on {address}:{port}: "
                                      f"{exc.strerror or exc}", field="health_port") from None
@@ -114,28 +113,35 @@ class HealthServer:
         self.server.socket.close()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    health: Any = None  # set on the server's subclass
-    protocol_version = "HTTP/1.1"
+def _handler_class(health) -> type:
+    """The request handler answering for `health`. http.server (and the email package it
+    pulls in, ~10 ms) is imported here, by the processes that serve a port, not by every
+    worker's boot."""
+    from http.server import BaseHTTPRequestHandler
 
-    def do_GET(self):
-        path = self.path.split("?", 1)[0].rstrip("/") or "/"
-        if path not in PATHS:
-            return self._answer(404, {"status": "not found", "paths": list(PATHS)})
-        ok, body = self.health.live() if path == "/live" else self.health.ready()
-        self._answer(200 if ok else 503, body)
+    class HealthHandler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
 
-    def _answer(self, status: int, body: dict) -> None:
-        payload = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        self.wfile.write(payload)
+        def do_GET(self):
+            path = self.path.split("?", 1)[0].rstrip("/") or "/"
+            if path not in PATHS:
+                return self._answer(404, {"status": "not found", "paths": list(PATHS)})
+            ok, body = health.live() if path == "/live" else health.ready()
+            self._answer(200 if ok else 503, body)
 
-    def log_message(self, format, *args):
-        pass  # a probe every few seconds would fill the worker's log
+        def _answer(self, status: int, body: dict) -> None:
+            payload = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format, *args):
+            pass  # a probe every few seconds would fill the worker's log
+
+    return HealthHandler
 
 
 # --- a supervisor's children ------------------------------------------------------------

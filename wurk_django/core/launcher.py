@@ -18,7 +18,6 @@ from .identity import hostname, process_identity
 from .leader import Leader
 from .manager import Manager
 from .metrics import Metrics
-from .metrics_port import MetricsPort
 from .payload import dumps
 from .redis import connection_for
 from .scheduled import Poller
@@ -63,6 +62,8 @@ class Launcher:
         # A web process embedding a worker has the dashboard's endpoint instead; its
         # server's own worker processes would fight over one port.
         if config.metrics_port is not None and not config.embedded:
+            from .metrics_port import MetricsPort  # prometheus_client: only where it is used
+
             self.metrics_port = MetricsPort(config.metrics_address,
                                             config.metrics_port + config.process_slot,
                                             busy=lambda: len(self.work_state),
