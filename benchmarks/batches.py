@@ -27,6 +27,8 @@ from pathlib import Path
 
 import redis
 
+from benchmarks.report import number
+from benchmarks.runner import git_revision, machine_info
 from benchmarks.server import PrivateRedis
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +37,7 @@ sys.path.insert(0, str(WORKLOADS))
 
 PAGE = 25
 FILL_CHUNK = 10_000
+SECTIONS = ("bulk", "accounting", "drain", "latency", "pages", "big")
 
 
 def median(values):
@@ -54,7 +57,7 @@ class Bench:
 
     def row(self, name: str, unit: str, value: float) -> None:
         self.rows.append((name, unit, value))
-        print(f"{name}: {value:,.3f} {unit}", file=sys.stderr)
+        print(f"{name}: {number(value, unit)} {unit}", file=sys.stderr)
 
     def writes(self) -> int:
         return int(self.client.info("stats")["total_writes_processed"])
@@ -243,15 +246,20 @@ def main(argv=None) -> int:
     parser.add_argument("--paging-sizes", nargs="+", type=int,
                         default=[1_000, 100_000, 1_000_000])
     parser.add_argument("--batch-jobs", type=int, default=1_000_000)
-    parser.add_argument("--sections", default="bulk,accounting,drain,latency,pages,big")
+    parser.add_argument("--sections", default=",".join(SECTIONS))
     parser.add_argument("--json", metavar="FILE")
     parser.add_argument("--log-dir", default=None)
     args = parser.parse_args(argv)
     log_dir = Path(args.log_dir or os.environ.get("TMPDIR", "/tmp"))
+    sections = args.sections.split(",")
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections: {', '.join(sorted(unknown))} "
+                     f"(known: {','.join(SECTIONS)})")
     server = PrivateRedis().start()
     try:
         bench = Bench(server.url, args.repeat, log_dir)
-        sections = args.sections.split(",")
+        machine = machine_info(bench.client)
         runs = {"bulk": lambda: bench.bulk(args.bulk_jobs),
                 "accounting": lambda: bench.accounting(args.accounting_jobs),
                 "drain": lambda: bench.drain(args.drain_jobs),
@@ -262,9 +270,13 @@ def main(argv=None) -> int:
             runs[name]()
     finally:
         server.stop()
-    print("\n| row | value |\n|---|---|")
+    print("\n| row | value |\n|---|---:|")
     for name, unit, value in bench.rows:
-        print(f"| {name} | {value:,.2f} {unit} |")
+        print(f"| {name} | {number(value, unit)} {unit} |")
+    start, end = machine["load_average_start"], os.getloadavg()
+    print(f"\n{machine['cpus']} CPUs ({machine['cpu_model']}), Python {machine['python']}, "
+          f"Redis {machine['redis']}; load average {start[0]:.2f} at the start, {end[0]:.2f} "
+          f"at the end; {args.repeat} runs each; git {git_revision()}.")
     if args.json:
         Path(args.json).write_text(json.dumps(
             [{"row": name, "unit": unit, "value": value} for name, unit, value in bench.rows],
