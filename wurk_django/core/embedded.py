@@ -64,7 +64,8 @@ class Embedded:
             self.launcher.quiet()
 
     def stop(self) -> None:
-        """Graceful stop (core §12.1); a second call does nothing."""
+        """Graceful stop, as TERM gives a worker: stop fetching, let running jobs finish
+        within the shutdown timeout, push back the rest. A second call does nothing."""
         with self._lock:
             launcher, self.launcher = self.launcher, None
         if launcher is not None and not launcher.stopping:
