@@ -227,9 +227,13 @@ def test_job_argument_error_can_be_caught_as_type_or_value_error(config):
 
 
 def test_class_and_queue_become_strings(config, redis_client):
-    Client().push({"class": "X", "args": [], "queue": "q1"})
-    [job] = _queued(redis_client, "q1")
-    assert job["queue"] == "q1" and job["class"] == "X"
+    # As Sidekiq's `item["queue"].to_s` and `item["class"].to_s`: a queue given as a
+    # number is stored, and pushed to, by its text; a task class by its wire name.
+    Client().push({"class": DailyPush, "args": [], "queue": 7})
+    [job] = _queued(redis_client, "7")
+    assert job["queue"] == "7" and job["class"] == DailyPush.wire_name
+    assert isinstance(job["class"], str)
+    assert redis_client.smembers(keys.QUEUES) == {b"7"}
 
 
 # --- scheduled push -------------------------------------------------------------------
