@@ -1,5 +1,6 @@
-"""A Redis outage is visible at --log-level warning: one line per component when it
-starts, one when it ends with how long it really lasted; nothing per attempt."""
+"""A Redis outage is visible at --log-level warning: one line per component (fetch, ack,
+heartbeat, leader election, scheduled poller) when it starts, one when it ends with how
+long it really lasted; nothing per attempt."""
 
 import os
 import re
@@ -16,7 +17,9 @@ from wurk_django.core.redis import close_connections
 
 pytestmark = pytest.mark.slow
 
-FAST = ("--heartbeat-interval", "0.5", "--poll-interval", "0.5")
+# Every periodic component tries Redis at least once a second, so each meets the outage.
+FAST = ("--heartbeat-interval", "0.5", "--poll-interval", "0.5", "--leader-renew", "1",
+        "--leader-retry", "1")
 
 
 def identity(client) -> bytes:
@@ -44,12 +47,16 @@ def test_a_stopped_redis_is_reported_once_per_component_with_its_real_length(sta
             worker.wait_for_log("Error fetching job", 30)
             worker.wait_for_log("Error acknowledging jobs", 30)
             worker.wait_for_log("heartbeat", 30)
+            worker.wait_for_log("'leader election'", 30)
+            worker.wait_for_log("scheduled poller: Redis is unavailable", 30)
         finally:
             os.kill(server.process.pid, signal.SIGCONT)
         stopped_for = time.monotonic() - stopped_at
 
         worker.wait_for_log("fetch (default): Redis is reachable again", 30)
         worker.wait_for_log("heartbeat: Redis is reachable again", 30)
+        worker.wait_for_log("leader election: Redis is reachable again", 30)
+        worker.wait_for_log("scheduled poller: Redis is reachable again", 30)
         log = worker.log()
         reported = float(re.search(r"fetch \(default\): Redis is reachable again after "
                                    r"([\d.]+) s", log).group(1))
@@ -58,6 +65,8 @@ def test_a_stopped_redis_is_reported_once_per_component_with_its_real_length(sta
         assert reported >= stopped_for - 0.5, (reported, stopped_for)
         assert log.count("Error fetching job") == 1
         assert log.count("Error acknowledging jobs") == 1
+        assert log.count("'leader election'") == 1
+        assert log.count("scheduled poller: Redis is unavailable") == 1
         assert "Processor internal error" not in log
         # The held ack reached Redis after all: the job is done, once, and not retried.
         private = list(client.scan_iter("queue:default|*"))
