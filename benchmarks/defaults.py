@@ -8,8 +8,7 @@ Each run also records the workers' resident memory, summed over the machine.
 import os
 from dataclasses import dataclass
 
-from .measure import POLL_S, Context, Counter, Sample
-from .server import redis_costs
+from .measure import Context, Sample, drain
 from .targets import Target, Workers
 
 BASE_JOBS = {"noop": 10_000, "io": 600, "cpu": 1_000}
@@ -49,24 +48,14 @@ class DefaultCommand:
         jobs = max(2, int(BASE_JOBS[self.shape] * processes * self.scale))
         ctx.client.flushall()
         target.probe(ctx.redis_url, "fill", self.shape, jobs)
-        counter = Counter(ctx.client)
         log = ctx.log_path(target, f"default-{self.shape}-{'auto' if self.auto else self.copies}")
         workers = Workers(self.argvs(target), {**target.env(ctx.redis_url), **target.default_env},
                           target.cwd, log)
-        try:
-            started, first = counter.wait_for(1, workers, interval_s=POLL_S / 2)
-            before = ctx.client.info("all")
-            counter.reads = 0
-            ended, _ = counter.wait_for(jobs, workers, ctx.on_progress)
-            after = ctx.client.info("all")
-            rss = workers.rss_mib()
-        finally:
-            workers.stop()
-        done = jobs - first
-        details = {"jobs": jobs, "timed_jobs": done, "seconds": ended - started,
-                   "worker_rss_mib": rss, **redis_costs(before, after, counter.reads, done)}
+        details = drain(ctx, workers, jobs)
+        rss = details["worker_rss_mib"]
         where = self.name.split(", ", 1)[1]
-        return [Sample(self.name, "jobs/s", done / (ended - started), details=details),
+        return [Sample(self.name, "jobs/s", details["timed_jobs"] / details["seconds"],
+                       details=details),
                 Sample(f"worker RSS, all processes, {self.shape}, {where}", "MiB", sum(rss),
                        False, {"per_process_mib": rss})]
 

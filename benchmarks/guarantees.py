@@ -7,28 +7,7 @@ fast a reliable-push buffer is replayed. Task modules: workloads/bench_guarantee
 from dataclasses import dataclass
 
 from .measure import Context, Sample, Throughput
-from .targets import Target, Workers
-
-
-class _WithGuaranteeTasks:
-    """A target whose probe fills and whose workers load bench_guarantees's tasks too."""
-
-    def __init__(self, target: Target):
-        self._target = target
-
-    def __getattr__(self, name):
-        return getattr(self._target, name)
-
-    def probe(self, redis_url: str, *args):
-        if args[0] == "fill":
-            return self._target.probe(redis_url, "guarantees", *args)
-        return self._target.probe(redis_url, *args)
-
-    def start(self, redis_url: str, threads: int, processes: int, log_path) -> Workers:
-        argvs = [[*argv, "--require", "bench_guarantees"]
-                 for argv in self._target.worker_argv(self._target, threads, processes)]
-        return Workers(argvs, self._target.env(redis_url), self._target.cwd, log_path)
-
+from .targets import Target, WithTasks
 
 PUSHES = (("plain", "single push (2 args)"), ("unique", "push with unique_for"),
           ("duplicate", "duplicate push with unique_for (dropped)"),
@@ -75,7 +54,7 @@ class EncryptedJobs:
         return target.system == "wurk"
 
     def run(self, ctx: Context, target: Target) -> list[Sample]:
-        tasks = _WithGuaranteeTasks(target)
+        tasks = WithTasks(target, "guarantees", "bench_guarantees")
         plain = Throughput("plain_noop", self.threads, 1, self.jobs).run(ctx, tasks)[0]
         sealed = Throughput("encrypted_noop", self.threads, 1, self.jobs).run(ctx, tasks)[0]
         where = f"{self.threads} threads x 1 process"

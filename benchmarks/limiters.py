@@ -7,31 +7,15 @@ import math
 from dataclasses import dataclass
 
 from .measure import Context, Sample, Throughput
-from .targets import Target, Workers
+from .targets import Target, WithTasks
 
 KINDS = ("concurrent", "bucket", "window", "leaky", "points")
 CONCURRENCY_JOB_S = 0.05  # bench_limited.two_at_a_time's sleep
 CONCURRENCY = 2
 
 
-class _WithLimitedTasks:
-    """A target whose probe fills and whose workers load bench_limited's tasks too."""
-
-    def __init__(self, target: Target):
-        self._target = target
-
-    def __getattr__(self, name):
-        return getattr(self._target, name)
-
-    def probe(self, redis_url: str, *args):
-        if args[0] == "fill":
-            return self._target.probe(redis_url, "limiters", *args)
-        return self._target.probe(redis_url, *args)
-
-    def start(self, redis_url: str, threads: int, processes: int, log_path) -> Workers:
-        argvs = [[*argv, "--require", "bench_limited"]
-                 for argv in self._target.worker_argv(self._target, threads, processes)]
-        return Workers(argvs, self._target.env(redis_url), self._target.cwd, log_path)
+def with_limited_tasks(target: Target) -> WithTasks:
+    return WithTasks(target, "limiters", "bench_limited")
 
 
 @dataclass
@@ -73,7 +57,7 @@ class LimitedJobs:
     def run(self, ctx: Context, target: Target) -> list[Sample]:
         plain = Throughput("noop", self.threads, 1, self.jobs).run(ctx, target)[0]
         limited = Throughput("limited", self.threads, 1, self.jobs).run(
-            ctx, _WithLimitedTasks(target))[0]
+            ctx, with_limited_tasks(target))[0]
         where = f"{self.threads} threads x 1 process"
         added = limited.details["round_trips_per_job"] - plain.details["round_trips_per_job"]
         return [Sample(f"noop jobs/s inside a concurrent limiter never hit, {where}", "jobs/s",
@@ -95,7 +79,7 @@ class ConcurrencyDrain:
         return target.system == "wurk"
 
     def run(self, ctx: Context, target: Target) -> list[Sample]:
-        run = Throughput("two_at_a_time", 10, 2, self.jobs).run(ctx, _WithLimitedTasks(target))
+        run = Throughput("two_at_a_time", 10, 2, self.jobs).run(ctx, with_limited_tasks(target))
         details = run[0].details
         # Timed from the first completion to the last. With two always running, the jobs
         # end in rounds of two, one job's time apart: the first completion ends round one,

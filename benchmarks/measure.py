@@ -80,6 +80,24 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 'es' if word.endswith('s') else 's'}"
 
 
+def drain(ctx: Context, workers: Workers, jobs: int) -> dict:
+    """Time `workers` from their first completion to the `jobs`-th, then stop them: the
+    jobs timed, the seconds, their RSS at the end and the Redis cost per job between."""
+    counter = Counter(ctx.client)
+    try:
+        started, first = counter.wait_for(1, workers, interval_s=POLL_S / 2)
+        before = ctx.client.info("all")
+        counter.reads = 0
+        ended, _ = counter.wait_for(jobs, workers, ctx.on_progress)
+        after = ctx.client.info("all")
+        rss = workers.rss_mib()
+    finally:
+        workers.stop()
+    done = jobs - first
+    return {"jobs": jobs, "timed_jobs": done, "seconds": ended - started,
+            "worker_rss_mib": rss, **redis_costs(before, after, counter.reads, done)}
+
+
 @dataclass
 class Throughput:
     """Jobs/s from the first completion to the last, boot excluded (the queue is full first)."""
@@ -98,29 +116,17 @@ class Throughput:
         jobs = min(self.jobs, target.max_jobs or self.jobs)
         ctx.client.flushall()
         target.probe(ctx.redis_url, "fill", self.shape, jobs)
-        counter = Counter(ctx.client)
         log = ctx.log_path(target, f"{self.shape}-{self.threads}t-{self.processes}p")
-        workers = target.start(ctx.redis_url, self.threads, self.processes, log)
-        try:
-            started, first = counter.wait_for(1, workers, interval_s=POLL_S / 2)
-            before = ctx.client.info("all")
-            counter.reads = 0
-            ended, _ = counter.wait_for(jobs, workers, ctx.on_progress)
-            after = ctx.client.info("all")
-            rss = workers.rss_mib()
-        finally:
-            workers.stop()
-        done = jobs - first
-        costs = redis_costs(before, after, counter.reads, done)
-        details = {"jobs": jobs, "timed_jobs": done, "seconds": ended - started,
-                   "worker_rss_mib": rss, **costs}
-        samples = [Sample(self.name, "jobs/s", done / (ended - started), details=details)]
+        details = drain(ctx, target.start(ctx.redis_url, self.threads, self.processes, log),
+                        jobs)
+        samples = [Sample(self.name, "jobs/s", details["timed_jobs"] / details["seconds"],
+                          details=details)]
         if self.shape == "noop":  # the Redis cost of a job does not depend on its body
             where = self.name.split(", ", 1)[1]
             samples += [Sample(f"Redis commands per job, noop, {where}", "per job",
-                               costs["commands_per_job"], False),
+                               details["commands_per_job"], False),
                         Sample(f"Redis round trips per job, noop, {where}", "per job",
-                               costs["round_trips_per_job"], False)]
+                               details["round_trips_per_job"], False)]
         return samples
 
 

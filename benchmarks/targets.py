@@ -145,6 +145,27 @@ def _kill_tree(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
 
 
+class WithTasks:
+    """A Wurk target whose probe fills with a section's own tasks (`bench_probe wurk
+    <section> fill ...`) and whose workers load that task module too."""
+
+    def __init__(self, target: Target, section: str, module: str):
+        self._target, self._section, self._module = target, section, module
+
+    def __getattr__(self, name):
+        return getattr(self._target, name)
+
+    def probe(self, redis_url: str, *args):
+        if args[0] == "fill":
+            return self._target.probe(redis_url, self._section, *args)
+        return self._target.probe(redis_url, *args)
+
+    def start(self, redis_url: str, threads: int, processes: int, log_path) -> Workers:
+        argvs = [[*argv, "--require", self._module]
+                 for argv in self._target.worker_argv(self._target, threads, processes)]
+        return Workers(argvs, self._target.env(redis_url), self._target.cwd, log_path)
+
+
 # --- Wurk ------------------------------------------------------------------------------
 
 def wurk_worker_argv(target: Target, threads: int, processes: int) -> list[list[str]]:
