@@ -68,17 +68,21 @@ def retry_setting(value, label: str):
                            f"got {value!r}")
 
 
+def _as_seconds(value, label: str) -> float:
+    """Seconds from a finite number or a timedelta, or JobArgumentError naming `label`."""
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value):
+        return value
+    raise JobArgumentError(f"{label} must be seconds or a timedelta, got {value!r}")
+
+
 def retry_for_seconds(value, label: str = "'retry_for'"):
     """Whole seconds from a number or a timedelta; None (no window) stays None."""
     if value is None:
         return None
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and math.isfinite(value):
-        seconds = value
-    else:
-        raise JobArgumentError(f"{label} must be seconds or a timedelta, got {value!r}")
+    seconds = _as_seconds(value, label)
     if seconds > RETRY_FOR_MAX_S:
         where = label.rpartition("'retry_for'")[0]
         raise JobArgumentError(f"{where}retry_for of {int(seconds)} s is above the maximum "
@@ -88,13 +92,7 @@ def retry_for_seconds(value, label: str = "'retry_for'"):
 
 def _positive_seconds(value, label: str) -> float:
     """Seconds from a positive finite number or a timedelta, at most RETRY_FOR_MAX_S."""
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and math.isfinite(value):
-        seconds = value
-    else:
-        raise JobArgumentError(f"{label} must be seconds or a timedelta, got {value!r}")
+    seconds = _as_seconds(value, label)
     if not 0 < seconds <= RETRY_FOR_MAX_S:
         raise JobArgumentError(f"{label} must be more than 0 and at most {RETRY_FOR_MAX_S} "
                                f"seconds, got {value!r}")

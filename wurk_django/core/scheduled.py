@@ -94,10 +94,12 @@ class Enqueuer:
         except REDIS_ERRORS:
             raise
         except Exception as exc:  # noqa: BLE001 - a bad member goes to dead, not the loop
-            self.config.handle_exception(exc, {"context": f"Cannot enqueue a member of "
-                                                          f"{source}; moved to the dead set",
-                                               "jobstr": raw})
+            self._report_bad_member(exc, source, raw)
             return None, "dead"
+
+    def _report_bad_member(self, exc: BaseException, source: str, raw: bytes) -> None:
+        self.config.handle_exception(exc, {"context": f"Cannot enqueue a member of {source}; "
+                                                      f"moved to the dead set", "jobstr": raw})
 
     def _pop_and_push(self) -> int:
         script = self.connection.script("pop_by_score")
@@ -120,9 +122,7 @@ class Enqueuer:
         except REDIS_ERRORS:
             raise
         except Exception as exc:  # noqa: BLE001 - a bad member goes to dead, not the loop
-            self.config.handle_exception(exc, {"context": f"Cannot enqueue a member of "
-                                                          f"{source}; moved to the dead set",
-                                               "jobstr": raw})
+            self._report_bad_member(exc, source, raw)
             send_to_dead(self.connection, self.config, raw)
 
 
