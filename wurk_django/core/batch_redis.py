@@ -6,13 +6,13 @@ import hashlib
 
 from . import keys
 from .errors import RedisCommandError, ScriptMissingError
-from .redis import LUA_DIR
+from .redis import lua_source
 
 SCRIPTS = ("batch_create", "batch_hold", "batch_release", "batch_push", "batch_schedule",
            "batch_ack_success", "batch_ack_failed", "batch_ack_complete", "batch_fire",
            "batch_death", "batch_clear_death", "batch_set", "batch_append_callback",
            "batch_remove_jobs")
-_SOURCES = {name: (LUA_DIR / f"{name}.lua").read_text() for name in SCRIPTS}
+_SOURCES = {name: lua_source(name) for name in SCRIPTS}
 _SHAS = {name: hashlib.sha1(source.encode()).hexdigest() for name, source in _SOURCES.items()}
 
 

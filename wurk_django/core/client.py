@@ -11,7 +11,7 @@ from .features import install as install_features
 from .options import TRANSIENT_KEYS, check_item, retry_for_seconds
 from .payload import Interval, check_args, check_at, dumps, encode_error, new_jid, scheduled_at
 from .push_buffer import buffer_for
-from .redis import LUA_DIR, RedisConnection, connection_for
+from .redis import RedisConnection, connection_for, lua_source
 from .registry import REGISTRY, task_class
 
 DEFAULT_BATCH_SIZE = 1000
@@ -24,7 +24,7 @@ _ENCODE_ERRORS = (TypeError, ValueError, RecursionError)  # UnicodeEncodeError i
 CLAIM = "_wurk_claim"
 # Sent with EVAL, not EVALSHA: a push replayed after a Redis restart (reliable push) must
 # not meet an empty script cache, and Redis caches the compiled body by its hash anyway.
-_CLAIM_SCRIPT = (LUA_DIR / "unique_push.lua").read_text()
+_CLAIM_SCRIPT = lua_source("unique_push")
 # The script's replies for a job that may go: 1, its lock taken now; 2, its own jid held
 # the lock already (a replayed push: not written twice). Anything else names the holder.
 _CLAIM_TAKEN = (1, 2)

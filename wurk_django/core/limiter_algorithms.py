@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from . import keys
 from .config import get_default_config
 from .errors import ScriptMissingError
-from .redis import LUA_DIR, RedisConnection, connection_for
+from .redis import RedisConnection, connection_for, lua_source
 
 UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 
@@ -43,7 +43,7 @@ class Scripts:
     def command(self, name: str, keys_: tuple, args: tuple) -> tuple:
         sha = self._by_name.get(name)
         if sha is None:
-            source = (LUA_DIR / f"{name}.lua").read_text()
+            source = lua_source(name)
             sha = hashlib.sha1(source.encode()).hexdigest()
             self._source[sha] = source
             self._by_name[name] = sha

@@ -27,6 +27,21 @@ from .errors import (
 logger = logging.getLogger("wurk")
 
 LUA_DIR = Path(__file__).with_name("lua")
+# A line `--@include <name>` in a script stands for the text of lua/<name>.lua: Redis
+# runs each script alone, so code two scripts share is spliced in when they are read.
+_INCLUDE = re.compile(r"^--@include (\w+)$", re.MULTILINE)
+_lua_sources: dict[str, str] = {}
+
+
+def lua_source(name: str) -> str:
+    """The text of `lua/<name>.lua` with its includes spliced in (read once per process)."""
+    source = _lua_sources.get(name)
+    if source is None:
+        text = (LUA_DIR / f"{name}.lua").read_text()
+        source = _lua_sources[name] = _INCLUDE.sub(
+            lambda match: (LUA_DIR / f"{match.group(1)}.lua").read_text().rstrip("\n"), text)
+    return source
+
 
 # Errors that mean "the connection is gone", not "Redis refused the command".
 CONNECTION_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
@@ -209,8 +224,7 @@ class RedisConnection:
         """Return the Lua script `lua/<name>.lua`; called by SHA, reloaded on NOSCRIPT."""
         script = self._scripts.get(name)
         if script is None:
-            source = (LUA_DIR / f"{name}.lua").read_text()
-            script = self._scripts[name] = Script(self.client.register_script(source),
+            script = self._scripts[name] = Script(self.client.register_script(lua_source(name)),
                                                   self.masked_url)
         return script
 

@@ -6,6 +6,7 @@
 -- another bucket than Redis's clock does (a skewed host, a call on the boundary) nothing
 -- is counted and {-1, now} tells it the time to name the right one with.
 -- Returns {1, now}, or {0, now, seconds until the next bucket}.
+--@include limiter_admission
 local t = redis.call("TIME")
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local stamp = t[1] .. "." .. string.format("%06d", tonumber(t[2]))
@@ -21,14 +22,5 @@ if current + used > tonumber(ARGV[1]) then
 end
 redis.call("INCRBY", KEYS[1], used)
 redis.call("EXPIRE", KEYS[1], 2 * interval)
-local waited = tonumber(ARGV[5])
-if waited < 50 then
-  redis.call("HINCRBY", KEYS[2], "immediate", 1)
-else
-  local before = tonumber(redis.call("HGET", KEYS[2], "wait_ms") or "0")
-  local after = redis.call("HINCRBY", KEYS[2], "wait_ms", math.floor(waited))
-  redis.call("HINCRBY", KEYS[2], "waited", 1)
-  redis.call("HINCRBY", KEYS[2], "wait_time", math.floor(after / 1000) - math.floor(before / 1000))
-end
-redis.call("EXPIRE", KEYS[2], tonumber(ARGV[6]))
+count_admission(KEYS[2], tonumber(ARGV[5]), tonumber(ARGV[6]))
 return {1, stamp}

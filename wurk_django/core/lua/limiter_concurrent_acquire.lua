@@ -2,6 +2,7 @@
 -- KEYS: lmtr-cs:<name> (slot id -> lease expiry), lmtr-stats:<name>.
 -- ARGV: size, lock_timeout (s), slot id, ttl (s), waited (ms) before this attempt.
 -- Returns {1, now} when the slot is taken, {0, now, earliest lease expiry} when full.
+--@include limiter_admission
 local t = redis.call("TIME")
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local stamp = t[1] .. "." .. string.format("%06d", tonumber(t[2]))
@@ -19,16 +20,6 @@ local lease = tonumber(ARGV[2])
 redis.call("ZADD", KEYS[1], now + lease, ARGV[3])
 -- No lease outlives the newest by more than lock_timeout: neither need the key.
 redis.call("EXPIRE", KEYS[1], math.ceil(lease) + 1)
-local waited = tonumber(ARGV[5])
 redis.call("HINCRBY", KEYS[2], "held", 1)
-if waited < 50 then
-  redis.call("HINCRBY", KEYS[2], "immediate", 1)
-else
-  -- Whole seconds in Sidekiq Enterprise's field, milliseconds in Wurk's own.
-  local before = tonumber(redis.call("HGET", KEYS[2], "wait_ms") or "0")
-  local after = redis.call("HINCRBY", KEYS[2], "wait_ms", math.floor(waited))
-  redis.call("HINCRBY", KEYS[2], "waited", 1)
-  redis.call("HINCRBY", KEYS[2], "wait_time", math.floor(after / 1000) - math.floor(before / 1000))
-end
-redis.call("EXPIRE", KEYS[2], ttl)
+count_admission(KEYS[2], tonumber(ARGV[5]), ttl)
 return {1, stamp}

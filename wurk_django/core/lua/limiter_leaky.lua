@@ -3,6 +3,7 @@
 -- KEYS: lmtr-l:<name> (hash: level, last), lmtr-stats:<name>.
 -- ARGV: size, drain_per_s, waited (ms), stats ttl (s).
 -- Returns {1, now}, or {0, now, seconds until one call fits}.
+--@include limiter_admission
 local t = redis.call("TIME")
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local stamp = t[1] .. "." .. string.format("%06d", tonumber(t[2]))
@@ -29,14 +30,5 @@ redis.call("EXPIRE", KEYS[1], math.ceil(size / rate) + 1)
 if not admitted then
   return {0, stamp, tostring((level + 1 - size) / rate)}
 end
-local waited = tonumber(ARGV[3])
-if waited < 50 then
-  redis.call("HINCRBY", KEYS[2], "immediate", 1)
-else
-  local before = tonumber(redis.call("HGET", KEYS[2], "wait_ms") or "0")
-  local after = redis.call("HINCRBY", KEYS[2], "wait_ms", math.floor(waited))
-  redis.call("HINCRBY", KEYS[2], "waited", 1)
-  redis.call("HINCRBY", KEYS[2], "wait_time", math.floor(after / 1000) - math.floor(before / 1000))
-end
-redis.call("EXPIRE", KEYS[2], tonumber(ARGV[4]))
+count_admission(KEYS[2], tonumber(ARGV[3]), tonumber(ARGV[4]))
 return {1, stamp}

@@ -2,6 +2,7 @@
 -- KEYS: lmtr-p:<name> (hash: points, last), lmtr-stats:<name>.
 -- ARGV: capacity, refill_per_s, estimate, stats ttl (s).
 -- A missing hash is a full one. Returns {1, now}, or {0, now, seconds until it fits}.
+--@include limiter_admission
 local t = redis.call("TIME")
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local stamp = t[1] .. "." .. string.format("%06d", tonumber(t[2]))
@@ -26,6 +27,5 @@ redis.call("EXPIRE", KEYS[1], math.ceil(capacity / refill) + 1)
 if not admitted then
   return {0, stamp, tostring((estimate - points) / refill)}
 end
-redis.call("HINCRBY", KEYS[2], "immediate", 1)
-redis.call("EXPIRE", KEYS[2], tonumber(ARGV[4]))
+count_admission(KEYS[2], 0, tonumber(ARGV[4]))  -- points never wait: always immediate
 return {1, stamp}

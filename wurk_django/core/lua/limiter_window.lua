@@ -2,6 +2,7 @@
 -- KEYS: lmtr-w:<name> (one member per call, scored with its time), lmtr-stats:<name>.
 -- ARGV: limit, interval (s), used, nonce, waited (ms), stats ttl (s).
 -- Returns {1, now}, or {0, now, seconds until enough calls leave the window}.
+--@include limiter_admission
 local t = redis.call("TIME")
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local stamp = t[1] .. "." .. string.format("%06d", tonumber(t[2]))
@@ -25,14 +26,5 @@ for i = 1, used do
 end
 -- Every member is stale one interval after it was added: the key needs no longer life.
 redis.call("EXPIRE", KEYS[1], math.ceil(interval) + 1)
-local waited = tonumber(ARGV[5])
-if waited < 50 then
-  redis.call("HINCRBY", KEYS[2], "immediate", 1)
-else
-  local before = tonumber(redis.call("HGET", KEYS[2], "wait_ms") or "0")
-  local after = redis.call("HINCRBY", KEYS[2], "wait_ms", math.floor(waited))
-  redis.call("HINCRBY", KEYS[2], "waited", 1)
-  redis.call("HINCRBY", KEYS[2], "wait_time", math.floor(after / 1000) - math.floor(before / 1000))
-end
-redis.call("EXPIRE", KEYS[2], tonumber(ARGV[6]))
+count_admission(KEYS[2], tonumber(ARGV[5]), tonumber(ARGV[6]))
 return {1, stamp}
