@@ -3,20 +3,14 @@
 -- ARGV: capacity, refill_per_s, estimate, stats ttl (s).
 -- A missing hash is a full one. Returns {1, now}, or {0, now, seconds until it fits}.
 --@include limiter_admission
+--@include limiter_points_level
 local t = redis.call("TIME")
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local stamp = t[1] .. "." .. string.format("%06d", tonumber(t[2]))
 local capacity = tonumber(ARGV[1])
 local refill = tonumber(ARGV[2])
 local estimate = tonumber(ARGV[3])
-local state = redis.call("HMGET", KEYS[1], "points", "last")
-local points = tonumber(state[1] or "") or capacity
-local last = tonumber(state[2] or "") or now
-local elapsed = now - last
-if elapsed < 0 then
-  elapsed = 0
-end
-points = math.min(capacity, points + elapsed * refill)
+local points = points_now(capacity, refill, now)
 local admitted = points >= estimate
 if admitted then
   points = points - estimate
